@@ -1,0 +1,138 @@
+/* Context lifetime and hc_context_eval: batching and context-overflow checks. */
+#include "context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define F32 sizeof(float)
+
+hc_context_params hc_context_default_params(void)
+{
+    hc_context_params p = {sizeof p, 0, 64};
+    return p;
+}
+
+/* Carve the activation buffer into its named slices. */
+static int alloc_activations(hc_context *c)
+{
+    const hc_hparams *hp = &c->m->hp;
+    const uint64_t B = (uint64_t)c->n_batch;
+    const uint64_t e = B * hp->n_embd * F32, ff = B * hp->n_ff * F32;
+    /* 256-byte alignment keeps every slice friendly to GPU offset rules. */
+    uint64_t sizes[9] = {e, e, e, e, e, ff, ff, (uint64_t)hp->n_vocab * F32, B * 4};
+    hc_ref *refs[9] = {&c->x,    &c->xn, &c->q,      &c->att, &c->o,
+                       &c->gate, &c->up, &c->logits, &c->pos};
+    uint64_t off = 0;
+    for (int i = 0; i < 9; i++) {
+        refs[i]->off = off;
+        off += (sizes[i] + 255) & ~(uint64_t)255;
+    }
+    if (hc_dev_alloc(&c->m->dev, off, &c->act_buf))
+        return -1;
+    for (int i = 0; i < 9; i++)
+        refs[i]->buf = c->act_buf;
+    return 0;
+}
+
+static int alloc_kv(hc_context *c)
+{
+    const hc_hparams *hp = &c->m->hp;
+    const uint64_t bytes = (uint64_t)c->n_ctx * hp->n_head_kv * hp->head_dim * F32;
+    c->k_cache = calloc((size_t)hp->n_layer, sizeof *c->k_cache);
+    c->v_cache = calloc((size_t)hp->n_layer, sizeof *c->v_cache);
+    if (!c->k_cache || !c->v_cache) {
+        hc_set_error("out of memory for the KV cache table");
+        return -1;
+    }
+    for (int il = 0; il < hp->n_layer; il++)
+        if (hc_dev_alloc(&c->m->dev, bytes, &c->k_cache[il]) ||
+            hc_dev_alloc(&c->m->dev, bytes, &c->v_cache[il]))
+            return -1;
+    return 0;
+}
+
+hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
+{
+    hc_context_params p = params ? *params : hc_context_default_params();
+    hc_context *c = calloc(1, sizeof *c);
+    if (!c) {
+        hc_set_error("out of memory");
+        return NULL;
+    }
+    c->m = m;
+    c->n_ctx = p.n_ctx > 0 ? p.n_ctx : m->hp.n_ctx_train;
+    c->n_batch = p.n_batch > 0 ? p.n_batch : 64;
+    if (c->n_batch > c->n_ctx)
+        c->n_batch = c->n_ctx;
+    c->host_x = malloc((size_t)c->n_batch * m->hp.n_embd * F32);
+    c->host_pos = malloc((size_t)c->n_batch * sizeof *c->host_pos);
+    if (!c->host_x || !c->host_pos) {
+        hc_set_error("out of memory");
+        goto fail;
+    }
+    if (alloc_activations(c) || alloc_kv(c))
+        goto fail;
+    return c;
+fail:
+    hc_context_free(c);
+    return NULL;
+}
+
+void hc_context_free(hc_context *c)
+{
+    if (!c)
+        return;
+    hc_dev *d = &c->m->dev;
+    for (int il = 0; il < c->m->hp.n_layer; il++) {
+        if (c->k_cache)
+            hc_dev_free(d, c->k_cache[il]);
+        if (c->v_cache)
+            hc_dev_free(d, c->v_cache[il]);
+    }
+    free(c->k_cache);
+    free(c->v_cache);
+    hc_dev_free(d, c->act_buf);
+    free(c->host_x);
+    free(c->host_pos);
+    free(c);
+}
+
+int hc_context_n_ctx(const hc_context *c)
+{
+    return c->n_ctx;
+}
+
+int hc_context_n_past(const hc_context *c)
+{
+    return c->n_past;
+}
+
+void hc_context_reset(hc_context *c)
+{
+    c->n_past = 0;
+}
+
+int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits)
+{
+    if (n <= 0) {
+        hc_set_error("nothing to evaluate (0 tokens)");
+        return -1;
+    }
+    if (n > c->n_ctx - c->n_past) {
+        hc_set_error("context overflow: %d tokens already in a %d-token context, %d more do not "
+                     "fit (raise -c)",
+                     c->n_past, c->n_ctx, n);
+        return -1;
+    }
+    for (int done = 0; done < n;) {
+        int chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        int last = done + chunk == n;
+        if (hc_forward(c, tokens + done, chunk, last ? logits : NULL))
+            return -1;
+        c->n_past += chunk;
+        done += chunk;
+    }
+    return 0;
+}

@@ -1,0 +1,41 @@
+/*
+ * A context (internal): the KV cache and activation buffers of one sequence,
+ * all on the model's device.
+ */
+#ifndef HC_CORE_CONTEXT_H
+#define HC_CORE_CONTEXT_H
+
+#include "model.h"
+
+struct hc_context {
+    hc_model *m;
+    int n_ctx;
+    int n_batch;
+    int n_past;
+
+    /* Activations for up to n_batch tokens, rows contiguous (one buffer). */
+    hc_buffer *act_buf;
+    hc_ref x;      /* residual stream   [n_batch][n_embd] */
+    hc_ref xn;     /* normed input      [n_batch][n_embd] */
+    hc_ref q;      /* queries           [n_batch][n_embd] */
+    hc_ref att;    /* attention output  [n_batch][n_embd] */
+    hc_ref o;      /* projection output [n_batch][n_embd] */
+    hc_ref gate;   /* FFN gate / h      [n_batch][n_ff]   */
+    hc_ref up;     /* FFN up            [n_batch][n_ff]   */
+    hc_ref logits; /* last token        [n_vocab]         */
+    hc_ref pos;    /* positions         int32[n_batch]    */
+
+    /* KV cache: per layer, [n_ctx][n_head_kv * head_dim] F32. */
+    hc_buffer **k_cache;
+    hc_buffer **v_cache;
+
+    /* Host staging for the embedding rows and positions. */
+    float *host_x;
+    int32_t *host_pos;
+};
+
+/* Run tokens [0, n) (n <= n_batch) at positions n_past.. and, if logits is
+ * not NULL, download the last token's logits.  Does not advance n_past. */
+int hc_forward(hc_context *c, const int32_t *tokens, int n, float *logits);
+
+#endif /* HC_CORE_CONTEXT_H */

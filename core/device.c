@@ -1,0 +1,180 @@
+#include "device.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+static const char *status_name(hc_status st)
+{
+    switch (st) {
+    case HC_OK: return "ok";
+    case HC_E_UNSUPPORTED: return "unsupported";
+    case HC_E_INVALID: return "invalid argument";
+    case HC_E_NOMEM: return "out of memory";
+    case HC_E_DEVICE: return "device error";
+    case HC_E_NODEV: return "no device";
+    case HC_E_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+/* Turn a plugin status into 0/-1 and a message that says who failed where. */
+static int check(hc_dev *d, hc_status st, const char *what)
+{
+    if (st == HC_OK)
+        return 0;
+    const char *detail = d->be && d->be->ctx ? d->be->ops->last_error(d->be->ctx) : "";
+    hc_set_error("%s: %s failed: %s%s%s", d->label, what, status_name(st),
+                 detail && *detail ? ": " : "", detail ? detail : "");
+    return -1;
+}
+
+/* An optional op the plugin does not provide.  Every op the forward pass
+ * needs is provided by the CPU plugin; the CPU fallback for GPU plugins that
+ * lack one arrives with the first such plugin. */
+static int missing(hc_dev *d, const char *what)
+{
+    hc_set_error("%s: plugin '%s' does not implement %s", d->label, d->be->family, what);
+    return -1;
+}
+
+int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
+{
+    memset(d, 0, sizeof *d);
+    if (engine_device < 0 || engine_device >= e->n_devices) {
+        hc_set_error("no device #%d (%d found)", engine_device, e->n_devices);
+        return -1;
+    }
+    hc_engine_device *ed = &e->devices[engine_device];
+    d->be = ed->be;
+    d->ops = ed->be->ops;
+    d->info = ed->info;
+    snprintf(d->label, sizeof d->label, "%s:%d", ed->be->family, ed->index);
+    if (check(d, d->ops->device_open(d->be->ctx, ed->index, &d->dev), "device_open"))
+        goto fail;
+    if (check(d, d->ops->stream_create(d->dev, &d->stream), "stream_create"))
+        goto fail;
+    return 0;
+fail:
+    hc_dev_close(d);
+    return -1;
+}
+
+void hc_dev_close(hc_dev *d)
+{
+    if (!d->ops)
+        return;
+    if (d->stream)
+        d->ops->stream_destroy(d->stream);
+    if (d->dev)
+        d->ops->device_close(d->dev);
+    d->stream = NULL;
+    d->dev = NULL;
+}
+
+int hc_dev_alloc(hc_dev *d, uint64_t bytes, hc_buffer **out)
+{
+    *out = NULL;
+    return check(d, d->ops->buffer_alloc(d->dev, bytes ? bytes : 1, out), "buffer_alloc");
+}
+
+void hc_dev_free(hc_dev *d, hc_buffer *b)
+{
+    if (b)
+        d->ops->buffer_free(b);
+}
+
+int hc_dev_buffer_from_host(hc_dev *d, const void *ptr, uint64_t bytes, hc_buffer **out)
+{
+    *out = NULL;
+    if (HC_DEV_HAS(d, buffer_wrap_host) && (d->info.caps & HC_CAP_WRAP_HOST)) {
+        /* The plugin promises not to write through a wrapped weight buffer;
+         * the cast only satisfies the one-signature-for-all ABI. */
+        if (d->ops->buffer_wrap_host(d->dev, (void *)(uintptr_t)ptr, bytes, out) == HC_OK)
+            return 0;
+        HC_DEBUG("%s: wrap_host refused (%s); copying instead", d->label,
+                 d->ops->last_error(d->be->ctx));
+    }
+    if (hc_dev_alloc(d, bytes, out))
+        return -1;
+    hc_ref r = {*out, 0};
+    if (hc_dev_upload(d, r, ptr, bytes) || hc_dev_sync(d)) {
+        hc_dev_free(d, *out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int hc_dev_upload(hc_dev *d, hc_ref dst, const void *src, uint64_t bytes)
+{
+    return check(d, d->ops->upload(d->stream, dst, src, bytes), "upload");
+}
+
+int hc_dev_download(hc_dev *d, void *dst, hc_ref src, uint64_t bytes)
+{
+    return check(d, d->ops->download(d->stream, dst, src, bytes), "download");
+}
+
+int hc_dev_sync(hc_dev *d)
+{
+    return check(d, d->ops->stream_sync(d->stream), "stream_sync");
+}
+
+int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                  int64_t n, hc_ref y)
+{
+    return check(d, d->ops->matmul(d->stream, t, w, rows, cols, x, n, y), "matmul");
+}
+
+int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps)
+{
+    if (!HC_DEV_HAS(d, rmsnorm))
+        return missing(d, "rmsnorm");
+    return check(d, d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps), "rmsnorm");
+}
+
+int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode)
+{
+    if (!HC_DEV_HAS(d, rope))
+        return missing(d, "rope");
+    return check(d,
+                 d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+                              freq_scale, mode),
+                 "rope");
+}
+
+int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_t n_tok,
+                     hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                     float scale)
+{
+    if (!HC_DEV_HAS(d, attention))
+        return missing(d, "attention");
+    return check(d,
+                 d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+                                   head_dim, scale),
+                 "attention");
+}
+
+int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param)
+{
+    if (!HC_DEV_HAS(d, unary))
+        return missing(d, "unary");
+    return check(d, d->ops->unary(d->stream, op, x, y, n, param), "unary");
+}
+
+int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n)
+{
+    if (!HC_DEV_HAS(d, binary))
+        return missing(d, "binary");
+    return check(d, d->ops->binary(d->stream, op, a, b, y, n), "binary");
+}
+
+int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift)
+{
+    if (!HC_DEV_HAS(d, glu))
+        return missing(d, "glu");
+    return check(d, d->ops->glu(d->stream, act, g, u, h, n, shift), "glu");
+}

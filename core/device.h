@@ -1,0 +1,61 @@
+/*
+ * A device as the core uses it: one plugin device, one in-order stream, and
+ * thin wrappers over the plugin's ops that turn a failing hc_status into a
+ * one-line hc_last_error() naming the plugin, the op and the plugin's own
+ * last_error.  Optional ops the plugin lacks (NULL entries) get their single
+ * default here.
+ */
+#ifndef HC_CORE_DEVICE_H
+#define HC_CORE_DEVICE_H
+
+#include "engine.h"
+#include "hotcold/plugin.h"
+
+typedef struct hc_dev {
+    hc_backend *be;
+    const hc_plugin_ops *ops;
+    hc_device *dev;
+    hc_stream *stream;
+    hc_device_info info;
+    char label[64]; /* "cpu:0" */
+} hc_dev;
+
+/* Open engine device i (see hc_engine_device_report) with one stream. */
+int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device);
+void hc_dev_close(hc_dev *d);
+
+/* Is this an op the plugin implements? */
+#define HC_DEV_HAS(d, field) HC_OPS_HAS((d)->ops, field)
+
+/* Allocate a buffer; returns 0 or -1 (error set). */
+int hc_dev_alloc(hc_dev *d, uint64_t bytes, hc_buffer **out);
+void hc_dev_free(hc_dev *d, hc_buffer *b);
+/* A device buffer over host memory: zero-copy when the plugin can wrap,
+ * otherwise a device allocation filled by upload. */
+int hc_dev_buffer_from_host(hc_dev *d, const void *ptr, uint64_t bytes, hc_buffer **out);
+
+int hc_dev_upload(hc_dev *d, hc_ref dst, const void *src, uint64_t bytes);
+int hc_dev_download(hc_dev *d, void *dst, hc_ref src, uint64_t bytes);
+int hc_dev_sync(hc_dev *d);
+
+/* The ops, with the semantics documented in plugin.h.  0 or -1. */
+int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                  int64_t n, hc_ref y);
+int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps);
+int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode);
+int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_t n_tok,
+                     hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                     float scale);
+int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param);
+int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
+int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
+
+/* hc_ref arithmetic: r advanced by `bytes`. */
+static inline hc_ref hc_ref_at(hc_ref r, uint64_t bytes)
+{
+    r.off += bytes;
+    return r;
+}
+
+#endif /* HC_CORE_DEVICE_H */

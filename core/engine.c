@@ -1,0 +1,241 @@
+/*
+ * hc_engine: the loaded plugins (core/loader.c) and one flat list of the
+ * devices of all of them, numbered in plugin order.
+ */
+#include "engine.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+hc_engine_params hc_engine_default_params(void)
+{
+    hc_engine_params p;
+    memset(&p, 0, sizeof p);
+    p.size = sizeof p;
+    return p;
+}
+
+static int online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static hc_status query_info(const hc_backend *be, int index, hc_device_info *out)
+{
+    memset(out, 0, sizeof *out);
+    out->size = sizeof *out;
+    hc_status st = be->ops->device_info(be->ctx, index, out);
+    out->name[sizeof out->name - 1] = 0; /* a plugin may fill all 128 bytes */
+    return st;
+}
+
+static int collect_devices(hc_engine *e)
+{
+    int cap = 0;
+    for (int b = 0; b < e->reg.n_backends; b++) {
+        hc_backend *be = &e->reg.backends[b];
+        int n = be->ops->device_count(be->ctx);
+        if (n < 0) {
+            HC_WARN("%s: device_count failed (%d): %s", be->path, n, be->ops->last_error(be->ctx));
+            n = 0;
+        }
+        for (int i = 0; i < n; i++) {
+            hc_device_info info;
+            hc_status st = query_info(be, i, &info);
+            if (st != HC_OK) {
+                /* One unreadable device should not hide the others. */
+                HC_WARN("%s: device %d skipped, device_info failed (status %d): %s", be->family, i,
+                        (int)st, be->ops->last_error(be->ctx));
+                continue;
+            }
+            if (e->n_devices == cap) {
+                int ncap = cap ? cap * 2 : 8;
+                hc_engine_device *v = realloc(e->devices, (size_t)ncap * sizeof *v);
+                if (!v) {
+                    hc_set_error("hc_engine_open: out of memory");
+                    return -1;
+                }
+                e->devices = v;
+                cap = ncap;
+            }
+            hc_engine_device *d = &e->devices[e->n_devices++];
+            d->be = be;
+            d->index = i;
+            d->info = info;
+        }
+    }
+    return 0;
+}
+
+hc_engine *hc_engine_open(const hc_engine_params *params)
+{
+    hc_engine_params p = hc_engine_default_params();
+    hc_engine *e = NULL;
+    if (params) {
+        if (params->size == 0) {
+            hc_set_error("hc_engine_open: params.size is 0 (start from hc_engine_default_params())");
+            goto fail;
+        }
+        /* An application built against a newer, longer struct passes a
+         * larger size: take the fields we know. */
+        memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
+        p.size = sizeof p;
+    }
+    if (p.n_threads < 0) {
+        hc_set_error("hc_engine_open: n_threads %d is negative", p.n_threads);
+        goto fail;
+    }
+    e = calloc(1, sizeof *e);
+    if (!e) {
+        hc_set_error("hc_engine_open: out of memory");
+        goto fail;
+    }
+    e->n_threads = p.n_threads > 0 ? p.n_threads : online_cpus();
+    hc_loader_options lo = {
+        .plugin_path = p.plugin_path,
+        .select = p.plugins,
+        .exe_dir = NULL,
+        .use_default_dirs = 1,
+        .n_threads = e->n_threads,
+    };
+    if (hc_registry_load(&e->reg, &lo) != 0)
+        goto fail; /* the loader set the error */
+    if (collect_devices(e) != 0)
+        goto fail;
+    HC_INFO("engine: %d plugin(s) loaded of %d found, %d device(s), %d CPU thread(s)",
+            e->reg.n_backends, e->reg.n_candidates, e->n_devices, e->n_threads);
+    return e;
+fail:
+    hc_engine_close(e);
+    return NULL;
+}
+
+void hc_engine_close(hc_engine *e)
+{
+    if (!e)
+        return;
+    free(e->devices);
+    hc_registry_free(&e->reg);
+    free(e);
+}
+
+int hc_engine_set_threads(hc_engine *e, int n_threads)
+{
+    if (!e || n_threads < 0) {
+        hc_set_error("hc_engine_set_threads: %s", e ? "negative thread count" : "no engine");
+        return -1;
+    }
+    int n = n_threads > 0 ? n_threads : online_cpus();
+    int rc = 0;
+    for (int b = 0; b < e->reg.n_backends; b++) {
+        hc_backend *be = &e->reg.backends[b];
+        if (!HC_OPS_HAS(be->ops, set_threads))
+            continue;
+        hc_status st = be->ops->set_threads(be->ctx, n);
+        if (st != HC_OK) {
+            hc_set_error("%s: set_threads(%d) failed (status %d): %s", be->family, n, (int)st,
+                         be->ops->last_error(be->ctx));
+            rc = -1;
+        }
+    }
+    if (rc == 0)
+        e->n_threads = n;
+    /* Refresh in place (never reallocate: others may hold device pointers)
+     * so reports show the thread count now in use. */
+    for (int i = 0; i < e->n_devices; i++) {
+        hc_engine_device *d = &e->devices[i];
+        hc_device_info info;
+        if (query_info(d->be, d->index, &info) == HC_OK)
+            d->info = info;
+    }
+    return rc;
+}
+
+static const char *state_name(int state)
+{
+    switch (state) {
+    case HC_CAND_LOADED: return "loaded";
+    case HC_CAND_REJECTED: return "rejected";
+    case HC_CAND_SHADOWED: return "shadowed";
+    case HC_CAND_FILTERED: return "filtered";
+    }
+    return "unknown";
+}
+
+int hc_engine_plugin_count(const hc_engine *e)
+{
+    return e ? e->reg.n_candidates : 0;
+}
+
+int hc_engine_plugin_report(const hc_engine *e, int i, hc_plugin_report *out)
+{
+    if (!e || !out || i < 0 || i >= e->reg.n_candidates) {
+        hc_set_error("hc_engine_plugin_report: no plugin %d", i);
+        return -1;
+    }
+    const hc_plugin_candidate *c = &e->reg.candidates[i];
+    out->path = c->path;
+    out->family = c->family;
+    out->variant = c->variant;
+    out->state = state_name(c->state);
+    out->reason = c->reason;
+    out->probe = c->probe;
+    return 0;
+}
+
+int hc_engine_device_count(const hc_engine *e)
+{
+    return e ? e->n_devices : 0;
+}
+
+int hc_engine_device_report(const hc_engine *e, int i, hc_device_report *out)
+{
+    if (!e || !out || i < 0 || i >= e->n_devices) {
+        hc_set_error("hc_engine_device_report: no device %d", i);
+        return -1;
+    }
+    out->family = e->devices[i].be->family;
+    out->index = e->devices[i].index;
+    out->info = e->devices[i].info;
+    return 0;
+}
+
+int hc_engine_find_device(const hc_engine *e, const char *spec)
+{
+    if (!e || !spec || !*spec) {
+        hc_set_error("hc_engine_find_device: empty device name");
+        return -1;
+    }
+    const char *colon = strchr(spec, ':');
+    size_t fam_len = colon ? (size_t)(colon - spec) : strlen(spec);
+    long index = -1;
+    if (colon) {
+        /* Digits only: "cpu:", "cpu:-1", "cpu: 1" are mistakes, not "cpu". */
+        const char *p = colon + 1;
+        if (!*p) {
+            hc_set_error("bad device '%s': expected family or family:N", spec);
+            return -1;
+        }
+        index = 0;
+        for (; *p; p++) {
+            if (!isdigit((unsigned char)*p) || index > 1000000) {
+                hc_set_error("bad device '%s': expected family or family:N", spec);
+                return -1;
+            }
+            index = index * 10 + (*p - '0');
+        }
+    }
+    for (int i = 0; i < e->n_devices; i++) {
+        const hc_engine_device *d = &e->devices[i];
+        if (strlen(d->be->family) == fam_len && strncmp(d->be->family, spec, fam_len) == 0 &&
+            (index < 0 || d->index == index))
+            return i;
+    }
+    hc_set_error("no device '%s' (see `hotcold devices`)", spec);
+    return -1;
+}

@@ -1,0 +1,117 @@
+/*
+ * Plugin discovery and loading (internal to libhotcold).
+ *
+ * Modelled on the Vulkan loader's driver discovery: a list of search
+ * locations, environment overrides, and every rejected candidate recorded
+ * with its reason so `hotcold devices` can explain what happened.
+ *
+ * Search order (first listed wins when the same file name appears twice):
+ *   1. $HOTCOLD_PLUGIN_PATH: colon-separated files or directories;
+ *   2. the install plugin dir (HC_PLUGIN_INSTALL_DIR, set by CMake);
+ *   3. the directory of the running executable, and <exe_dir>/../lib/hotcold.
+ * Candidates are files named libhc-<family>[-<variant>].so, sorted by name.
+ * Each is dlopen()ed (RTLD_NOW | RTLD_LOCAL), its entry symbol called with
+ * our ABI version, the table's header checked (major equal; size >= the 1.0
+ * table; required entries non-NULL), and probe() called.  Per family the
+ * highest non-zero probe wins (ties: first in search order); its init() is
+ * called.  $HOTCOLD_PLUGINS=cpu,vulkan keeps only the listed families
+ * (a family name or family-variant).  Plugins are never dlclose()d while the
+ * process runs (HIP's runtime leaks on dlclose; see TOOLCHAIN.md).
+ *
+ * Details of the rules above:
+ *  - "size >= the 1.0 table" means: every REQUIRED 1.0 entry (probe ...
+ *    axpy_rows) lies inside `size`.  A table may stop earlier than the full
+ *    1.0 struct: the optional entries it cuts (layer ops, op_cost,
+ *    set_threads) are then simply absent (HC_OPS_HAS is false).  A larger
+ *    size or a newer minor is accepted; the core uses only what it knows.
+ *  - The table's family/variant strings must equal those of the file name.
+ *  - The same real file reached twice (a directory listed twice, a symlink)
+ *    is a single candidate.  A different file with a name already seen is
+ *    SHADOWED by the earlier one and never opened.
+ *  - Filtered candidates are never opened.  Naming a variant ("cpu-avx2")
+ *    makes only that variant eligible for its family; the list is a union,
+ *    so "cpu,cpu-avx2" keeps every cpu variant.  An empty list = no filter.
+ *  - If the best variant's init() fails it is REJECTED (with the plugin's
+ *    last_error(ctx) text; ctx is NULL when init left none, so last_error
+ *    must accept NULL) and the next best variant of the family is tried.
+ *  - Each loaded plugin gets its own hc_plugin_host, valid until
+ *    hc_registry_free(); its log_user is the string "family[-variant]".
+ *  - An explicitly listed file whose name does not match the pattern is
+ *    REJECTED (so the user sees why); such files in a directory are ignored.
+ */
+#ifndef HC_CORE_LOADER_H
+#define HC_CORE_LOADER_H
+
+#include <stddef.h>
+
+#include "hotcold/plugin.h"
+
+#define HC_PLUGIN_PATH_MAX 1024
+
+typedef enum hc_candidate_state {
+    HC_CAND_LOADED = 0,   /* chosen for its family, init() succeeded */
+    HC_CAND_REJECTED = 1, /* could not be used: see reason */
+    HC_CAND_SHADOWED = 2, /* usable, but another variant of its family won */
+    HC_CAND_FILTERED = 3  /* excluded by HOTCOLD_PLUGINS */
+} hc_candidate_state;
+
+typedef struct hc_plugin_candidate {
+    char path[HC_PLUGIN_PATH_MAX];
+    char family[32];
+    char variant[32];
+    int state;          /* hc_candidate_state */
+    int probe;          /* probe() result, or -1 if never called */
+    char reason[256];   /* why rejected / shadowed / filtered; "" if loaded */
+} hc_plugin_candidate;
+
+/* One loaded plugin (one per family). */
+typedef struct hc_backend {
+    char path[HC_PLUGIN_PATH_MAX];
+    char family[32];
+    char variant[32];
+    const hc_plugin_ops *ops;
+    hc_plugin_ctx *ctx;
+    void *dl;           /* dlopen handle (kept open) */
+    int probe;
+} hc_backend;
+
+typedef struct hc_loader_options {
+    const char *plugin_path; /* overrides $HOTCOLD_PLUGIN_PATH when non-NULL */
+    const char *select;      /* overrides $HOTCOLD_PLUGINS when non-NULL */
+    const char *exe_dir;     /* where the executable lives; NULL = /proc/self/exe */
+    int use_default_dirs;    /* 1: also search install dir and exe dir */
+    int n_threads;           /* passed to plugins in hc_plugin_host */
+} hc_loader_options;
+
+typedef struct hc_registry {
+    hc_plugin_candidate *candidates;
+    int n_candidates;
+    hc_backend *backends;
+    int n_backends;
+} hc_registry;
+
+/* Discover and load plugins.  Always succeeds in the sense that a registry
+ * with zero backends is a valid answer (returns 0); returns -1 only on
+ * out-of-memory.  Every rejection is logged at INFO level with its reason. */
+int hc_registry_load(hc_registry *r, const hc_loader_options *opt);
+/* shutdown() every backend and free the lists (libraries stay mapped). */
+void hc_registry_free(hc_registry *r);
+/* The loaded backend of a family ("cpu"), or NULL. */
+hc_backend *hc_registry_find(hc_registry *r, const char *family);
+
+/* The search path hc_registry_load() walks for these options, in order:
+ * fn(user, entry, origin) is called for each entry (which may not exist);
+ * origin says where it came from ("$HOTCOLD_PLUGIN_PATH", "install dir",
+ * ...).  Returns the number of entries, or -1 on out-of-memory.  Lets
+ * `hotcold devices` print exactly the path the loader uses. */
+typedef void (*hc_search_path_fn)(void *user, const char *entry, const char *origin);
+int hc_loader_search_path(const hc_loader_options *opt, hc_search_path_fn fn, void *user);
+
+/* Parse "libhc-<family>[-<variant>].so" (basename).  Returns 0 and fills
+ * family/variant ("" if none) or -1 if the name does not match.  The family
+ * runs to the first '-' and is letters, digits and '_'; the variant is the
+ * rest (may contain '-').  Both must fit their buffers. */
+int hc_plugin_parse_name(const char *basename, char *family, size_t family_len, char *variant,
+                         size_t variant_len);
+
+#endif /* HC_CORE_LOADER_H */

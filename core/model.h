@@ -1,0 +1,63 @@
+/*
+ * The model as the forward pass sees it (internal): hyper-parameters read
+ * from GGUF metadata, and every weight validated (shape, type) and placed on
+ * the model's device.
+ */
+#ifndef HC_CORE_MODEL_H
+#define HC_CORE_MODEL_H
+
+#include "device.h"
+#include "gguf.h"
+#include "hotcold/hotcold.h"
+#include "tokenizer.h"
+
+/* One weight matrix (or vector): `rows` rows of `cols` elements, cols being
+ * GGUF's contiguous ne0.  `host` points into the file mapping (the embedding
+ * is read there); `ref` is where the device sees it. */
+typedef struct hc_weight {
+    const char *name;
+    hc_type type;
+    int64_t rows, cols;
+    uint64_t bytes;
+    const void *host;
+    hc_ref ref;
+} hc_weight;
+
+typedef struct hc_hparams {
+    int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot, n_ctx_train;
+    float norm_eps;
+    float rope_freq_base, rope_freq_scale;
+    int rope_mode;            /* hc_rope_mode */
+    int ffn_act;              /* hc_glu_act */
+    float ffn_gate_shift;     /* h = act(gate - shift) * up */
+    int block_input_relu;     /* attention/FFN inputs are relu(norm(x) - shift) */
+    float block_input_relu_shift;
+} hc_hparams;
+
+typedef struct hc_layer {
+    hc_weight attn_norm, wq, wk, wv, wo;
+    hc_weight ffn_norm, ffn_gate, ffn_up, ffn_down;
+} hc_layer;
+
+struct hc_model {
+    hc_engine *engine;
+    hc_gguf *gguf;
+    hc_tokenizer *tok;
+    char path[1024];
+    char arch[32];
+    char name[128];
+    hc_hparams hp;
+    hc_weight tok_embd, output_norm, output;
+    hc_layer *layers;
+    hc_dev dev;
+    hc_buffer **bufs;         /* buffers holding the weights */
+    int n_bufs;
+    uint64_t weight_bytes;    /* all tensors */
+    uint32_t main_type;       /* type of the attention/FFN matrices */
+};
+
+/* Bytes one decoded token reads from the weights: every matrix once, one
+ * embedding row.  The dense-decode memory floor is this / bandwidth. */
+uint64_t hc_model_decode_bytes(const hc_model *m);
+
+#endif /* HC_CORE_MODEL_H */

@@ -1,0 +1,33 @@
+/*
+ * Model conversion: rewrite a GGUF file's weights in another type.
+ *
+ * Rules: the output keeps the input's magic (GGUF or PWRI), version,
+ * alignment and every key, with general.file_type set to llama.cpp's value
+ * for the target (0 ALL_F32, 1 MOSTLY_F16, 2 MOSTLY_Q4_0, 7 MOSTLY_Q8_0).
+ * Tensors named "*.weight":
+ *   1-D          -> F32;
+ *   2-D and more -> the target type; for Q8_0/Q4_0 only when ne0 is a
+ *                   multiple of 32, otherwise F16 (logged as a warning).
+ * Other tensors are copied unchanged.  A tensor that must be converted has to
+ * be F32, F16, Q8_0 or Q4_0; anything else is an error.  Tensors already in
+ * their output type are copied bit for bit.
+ * The conversion streams tensor by tensor (the input is memory-mapped, the
+ * output written through hc_gguf_writer into "<out>.tmp" and renamed at the
+ * end), so a failure leaves no output file.
+ */
+#ifndef HC_CORE_QUANTIZE_H
+#define HC_CORE_QUANTIZE_H
+
+#include "hotcold/plugin.h" /* hc_type */
+
+/* llama.cpp's general.file_type for an all-`type` model; -1 if none. */
+int hc_quantize_file_type(hc_type type);
+
+/* Convert `in` to `out` (type: F32, F16, Q8_0 or Q4_0).  `progress`, if not
+ * NULL, is called after each tensor with done = 1..total.  Returns 0, or -1
+ * with a one-line message in hc_last_error(). */
+int hc_quantize_file(const char *in, const char *out, hc_type type,
+                     void (*progress)(void *user, int done, int total, const char *tensor),
+                     void *user);
+
+#endif /* HC_CORE_QUANTIZE_H */

@@ -1,0 +1,160 @@
+/*
+ * hotcold — public library API (libhotcold).
+ *
+ * Objects and their lifetimes:
+ *   hc_engine   the loaded device plugins and their devices (one per process
+ *               is typical);
+ *   hc_model    weights of one GGUF file placed on a device, plus its
+ *               tokenizer; outlives its contexts;
+ *   hc_context  a KV cache and scratch buffers for one sequence;
+ *   hc_sampler  turns logits into a token id.
+ *
+ * Every function that can fail returns a negative value or NULL and leaves a
+ * one-line message in hc_last_error().  No function aborts or exits.
+ */
+#ifndef HOTCOLD_H
+#define HOTCOLD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hotcold/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HOTCOLD_VERSION "0.1.0"
+
+/* ---- errors and logging ---------------------------------------------------- */
+const char *hc_last_error(void);
+typedef void (*hc_log_callback)(void *user, int level, const char *msg);
+/* Route library (and plugin) messages; NULL restores the stderr default. */
+void hc_log_set_callback(hc_log_callback cb, void *user);
+/* Minimum level printed by the default stderr sink (default HC_LOG_WARN). */
+void hc_log_set_level(int min_level);
+
+/* ---- engine: plugins and devices ---------------------------------------- */
+typedef struct hc_engine hc_engine;
+
+typedef struct hc_engine_params {
+    size_t size;             /* sizeof(hc_engine_params) */
+    const char *plugin_path; /* NULL: $HOTCOLD_PLUGIN_PATH */
+    const char *plugins;     /* NULL: $HOTCOLD_PLUGINS (e.g. "cpu,vulkan") */
+    int n_threads;           /* CPU threads; 0 = number of cores */
+} hc_engine_params;
+
+hc_engine_params hc_engine_default_params(void);
+hc_engine *hc_engine_open(const hc_engine_params *params);
+void hc_engine_close(hc_engine *e);
+/* Change the CPU plugins' worker-thread count. */
+int hc_engine_set_threads(hc_engine *e, int n_threads);
+
+typedef struct hc_plugin_report {
+    const char *path;
+    const char *family;
+    const char *variant;
+    const char *state;  /* "loaded", "rejected", "shadowed", "filtered" */
+    const char *reason; /* "" when loaded */
+    int probe;
+} hc_plugin_report;
+int hc_engine_plugin_count(const hc_engine *e);
+int hc_engine_plugin_report(const hc_engine *e, int i, hc_plugin_report *out);
+
+/* Devices across all loaded plugins, numbered 0..count-1. */
+typedef struct hc_device_report {
+    const char *family;  /* plugin family, e.g. "cpu" */
+    int index;           /* index within that plugin: "vulkan:1" */
+    hc_device_info info;
+} hc_device_report;
+int hc_engine_device_count(const hc_engine *e);
+int hc_engine_device_report(const hc_engine *e, int i, hc_device_report *out);
+/* Find a device by "family" or "family:N"; -1 if none. */
+int hc_engine_find_device(const hc_engine *e, const char *spec);
+
+/* ---- model -------------------------------------------------------------- */
+typedef struct hc_model hc_model;
+
+typedef struct hc_model_params {
+    size_t size;
+    const char *device; /* "cpu" (default), "vulkan:0", ... */
+} hc_model_params;
+
+hc_model_params hc_model_default_params(void);
+hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *params);
+void hc_model_free(hc_model *m);
+
+typedef struct hc_model_desc {
+    const char *arch;
+    const char *name;
+    int n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx_train, n_rot;
+    uint32_t weight_type;  /* ggml type of the big matrices */
+    uint64_t weight_bytes; /* bytes of all tensors */
+    uint64_t decode_bytes; /* bytes a decoded token must read (dense floor) */
+} hc_model_desc;
+void hc_model_describe(const hc_model *m, hc_model_desc *out);
+
+/* ---- tokenizer (from the model's tokenizer.ggml.* keys) ------------------ */
+int hc_model_token_bos(const hc_model *m);
+int hc_model_token_eos(const hc_model *m);
+/* Encode UTF-8 text; returns the number of ids (may exceed max: call again
+ * with a larger buffer), or -1 on error. */
+int hc_model_tokenize(const hc_model *m, const char *text, size_t len, int add_bos,
+                      int32_t *ids, int max);
+/* Bytes of a token's text (byte-fallback tokens give one raw byte; the
+ * SentencePiece space marker becomes ' ').  Returns its length, or -1. */
+int hc_model_token_piece(const hc_model *m, int32_t id, char *buf, int bufsize);
+
+/* ---- context: KV cache and evaluation ----------------------------------- */
+typedef struct hc_context hc_context;
+
+typedef struct hc_context_params {
+    size_t size;
+    int n_ctx;   /* 0 = the model's training context */
+    int n_batch; /* prompt tokens per forward pass (default 64) */
+} hc_context_params;
+
+hc_context_params hc_context_default_params(void);
+hc_context *hc_context_new(hc_model *m, const hc_context_params *params);
+void hc_context_free(hc_context *c);
+int hc_context_n_ctx(const hc_context *c);
+int hc_context_n_past(const hc_context *c);
+/* Forget the sequence (positions restart at 0). */
+void hc_context_reset(hc_context *c);
+/* Append n tokens and run them; returns 0 and, if logits != NULL, writes the
+ * n_vocab logits of the LAST token.  Fails (negative) on context overflow. */
+int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits);
+
+/* ---- sampler ------------------------------------------------------------- */
+typedef struct hc_sampler hc_sampler;
+
+typedef struct hc_sampler_params {
+    size_t size;
+    float temp;           /* 0 = greedy */
+    int top_k;            /* 0 = off */
+    float top_p;          /* 1 = off */
+    float min_p;          /* 0 = off */
+    float repeat_penalty; /* 1 = off */
+    int repeat_last_n;    /* window for the penalty */
+    uint64_t seed;
+} hc_sampler_params;
+
+hc_sampler_params hc_sampler_default_params(void);
+hc_sampler *hc_sampler_new(const hc_sampler_params *p);
+void hc_sampler_free(hc_sampler *s);
+/* Pick a token from logits[n_vocab] (logits may be modified). */
+int32_t hc_sampler_sample(hc_sampler *s, float *logits, int n_vocab);
+/* Tell the sampler a token was emitted (for the repetition penalty). */
+void hc_sampler_accept(hc_sampler *s, int32_t id);
+
+/* ---- measurement ------------------------------------------------------------ */
+/* Host memory read bandwidth in bytes/s: n_threads threads stream through
+ * `bytes` of memory (0 = 512 MiB, far larger than any cache), best of
+ * `reps` passes.  This is the floor a memory-bound decode is measured
+ * against.  Returns a negative value on failure. */
+double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOTCOLD_H */

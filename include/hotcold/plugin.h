@@ -1,0 +1,310 @@
+/*
+ * hotcold plugin ABI.
+ *
+ * A device plugin is a shared library named libhc-<family>[-<variant>].so that
+ * exports exactly one symbol, HC_PLUGIN_ENTRY_SYMBOL ("hc_plugin_entry"):
+ *
+ *     const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor);
+ *
+ * It returns a pointer to a static, immutable table of function pointers, or
+ * NULL if it cannot serve the requested major version.  The table begins with
+ * a fixed header {size, abi_major, abi_minor, family, ...}.  Rules:
+ *
+ *  - abi_major must equal HC_PLUGIN_ABI_MAJOR or the core rejects the plugin.
+ *  - Minor versions only ever append fields at the END of hc_plugin_ops.  A
+ *    plugin built against an older minor has a smaller table; the core tests
+ *    every optional entry with HC_OPS_HAS(), i.e. "inside `size` and non-NULL"
+ *    (the same scheme as SQLite's sqlite3_vfs.iVersion).
+ *  - A NULL entry means "unsupported".  The default behaviour for every
+ *    optional op lives once, in the core (it runs the op on the CPU plugin and
+ *    moves the vectors), never in a plugin.
+ *  - Every call returns hc_status.  Plugins never abort, exit or print; detail
+ *    goes to last_error() and to the host's log callback.
+ *  - Plugins include only this header and link nothing from the core.
+ *
+ * Data conventions (all ops):
+ *  - Tensors are addressed as hc_ref = {buffer, byte offset}.
+ *  - Activations are F32, row-major, rows contiguous.  Weights are stored in
+ *    GGUF's layouts: a weight with `rows` rows of `cols` elements is `rows`
+ *    consecutive rows of hc_type_row_size(type, cols) bytes each (ggml's ne0
+ *    = cols is the contiguous dimension).  For quantized types cols is a
+ *    multiple of the block size (32).
+ *  - Row lists are int32 arrays in a device buffer, each entry in [0, rows).
+ *  - Ops on one stream execute in order.  Host memory passed to upload must
+ *    stay valid, and host memory passed to download is only valid, after
+ *    stream_sync() returns.
+ *  - Results must not depend on the number of threads a plugin uses: every
+ *    reduction is done in a fixed order.
+ */
+#ifndef HOTCOLD_PLUGIN_H
+#define HOTCOLD_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HC_PLUGIN_ABI_MAJOR 1
+#define HC_PLUGIN_ABI_MINOR 0
+#define HC_PLUGIN_ENTRY_SYMBOL "hc_plugin_entry"
+
+#if defined(_WIN32)
+#define HC_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define HC_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---- status codes -------------------------------------------------------- */
+typedef enum hc_status {
+    HC_OK = 0,
+    HC_E_UNSUPPORTED = 1, /* op, type or shape not supported: the core falls back */
+    HC_E_INVALID = 2,     /* bad argument (out of range, misaligned, NULL) */
+    HC_E_NOMEM = 3,       /* device or host memory exhausted */
+    HC_E_DEVICE = 4,      /* driver or device failure */
+    HC_E_NODEV = 5,       /* no such device, or its driver is absent */
+    HC_E_INTERNAL = 6     /* a bug: the plugin's own invariant failed */
+} hc_status;
+
+/* ---- weight types: the numeric values are GGUF's ggml_type ids ---------- */
+typedef enum hc_type {
+    HC_TYPE_F32 = 0,
+    HC_TYPE_F16 = 1,
+    HC_TYPE_Q4_0 = 2, /* blocks of 32: fp16 d, 16 bytes of nibbles; x = d*(q-8) */
+    HC_TYPE_Q8_0 = 8  /* blocks of 32: fp16 d, 32 int8;               x = d*q     */
+} hc_type;
+
+#define HC_QK4_0 32
+#define HC_QK8_0 32
+#define HC_Q4_0_BLOCK_BYTES 18 /* 2 + 32/2 */
+#define HC_Q8_0_BLOCK_BYTES 34 /* 2 + 32   */
+
+/* Q4_0 nibble order (GGUF): byte j of a block holds element j in its low
+ * nibble and element j+16 in its high nibble. */
+
+/* Bytes of one row of `cols` elements; 0 if the type is unknown or cols is
+ * not a multiple of the block size. */
+static inline uint64_t hc_type_row_size(hc_type t, int64_t cols)
+{
+    if (cols < 0)
+        return 0;
+    switch (t) {
+    case HC_TYPE_F32: return (uint64_t)cols * 4u;
+    case HC_TYPE_F16: return (uint64_t)cols * 2u;
+    case HC_TYPE_Q4_0: return cols % HC_QK4_0 ? 0 : (uint64_t)(cols / HC_QK4_0) * HC_Q4_0_BLOCK_BYTES;
+    case HC_TYPE_Q8_0: return cols % HC_QK8_0 ? 0 : (uint64_t)(cols / HC_QK8_0) * HC_Q8_0_BLOCK_BYTES;
+    }
+    return 0;
+}
+
+/* "f32", "f16", "q4_0", "q8_0", or "?" for a type outside this ABI. */
+static inline const char *hc_type_name(hc_type t)
+{
+    switch (t) {
+    case HC_TYPE_F32: return "f32";
+    case HC_TYPE_F16: return "f16";
+    case HC_TYPE_Q4_0: return "q4_0";
+    case HC_TYPE_Q8_0: return "q8_0";
+    }
+    return "?";
+}
+
+/* ---- logging ------------------------------------------------------------ */
+typedef enum hc_log_level {
+    HC_LOG_DEBUG = 0,
+    HC_LOG_INFO = 1,
+    HC_LOG_WARN = 2,
+    HC_LOG_ERROR = 3
+} hc_log_level;
+
+/* What the host gives a plugin at init.  Grows at the end; check `size`. */
+typedef struct hc_plugin_host {
+    size_t size;                 /* sizeof(hc_plugin_host) of the host */
+    uint32_t abi_major, abi_minor;
+    void (*log)(void *user, int level, const char *msg); /* may be NULL */
+    void *log_user;
+    int n_threads;               /* CPU worker threads; 0 = plugin's choice */
+} hc_plugin_host;
+
+/* ---- devices ------------------------------------------------------------ */
+typedef enum hc_device_kind {
+    HC_DEVICE_CPU = 0,
+    HC_DEVICE_GPU = 1,  /* discrete */
+    HC_DEVICE_IGPU = 2, /* integrated / shares host memory */
+    HC_DEVICE_SOFT = 3  /* a software rasteriser such as Mesa lavapipe */
+} hc_device_kind;
+
+enum {
+    HC_CAP_HOST_MAPPED = 1u << 0, /* buffer_host_ptr() returns host pointers */
+    HC_CAP_WRAP_HOST = 1u << 1,   /* buffer_wrap_host() works (zero-copy weights) */
+    HC_CAP_F16 = 1u << 2,         /* native fp16 arithmetic */
+    HC_CAP_SUBGROUP = 1u << 3,    /* subgroup / warp reductions */
+    HC_CAP_ASYNC = 1u << 4        /* streams run concurrently with the host */
+};
+
+typedef struct hc_device_info {
+    size_t size;          /* sizeof(hc_device_info) as the caller knows it */
+    char name[128];
+    int kind;             /* hc_device_kind */
+    uint32_t caps;        /* HC_CAP_* */
+    uint64_t mem_total;   /* bytes */
+    uint64_t mem_free;    /* bytes, best estimate now */
+    uint64_t max_buffer;  /* largest single buffer_alloc, bytes */
+    int n_threads;        /* CPU plugins: worker threads in use; else 0 */
+} hc_device_info;
+
+/* Opaque objects, defined by each plugin. */
+typedef struct hc_plugin_ctx hc_plugin_ctx;
+typedef struct hc_device hc_device;
+typedef struct hc_buffer hc_buffer;
+typedef struct hc_stream hc_stream;
+
+/* A place in a buffer. */
+typedef struct hc_ref {
+    hc_buffer *buf;
+    uint64_t off; /* bytes */
+} hc_ref;
+
+/* ---- op parameters ---------------------------------------------------- */
+typedef enum hc_rope_mode {
+    HC_ROPE_NORM = 0, /* rotate adjacent pairs (x[2i], x[2i+1]) — llama GGUF */
+    HC_ROPE_NEOX = 2  /* rotate (x[i], x[i + n_rot/2])                        */
+} hc_rope_mode;
+
+typedef enum hc_unary_op {
+    HC_UNARY_RELU_SHIFT = 0, /* y = max(x - p, 0)  (p = 0: plain relu) */
+    HC_UNARY_SILU = 1,       /* y = x * sigmoid(x)                    */
+    HC_UNARY_SCALE = 2       /* y = x * p                             */
+} hc_unary_op;
+
+typedef enum hc_binary_op {
+    HC_BINARY_ADD = 0, /* y = a + b */
+    HC_BINARY_MUL = 1  /* y = a * b */
+} hc_binary_op;
+
+typedef enum hc_glu_act {
+    HC_GLU_SILU = 0,     /* h = silu(g) * u              (SwiGLU)  */
+    HC_GLU_RELU = 1,     /* h = max(g - p, 0) * u        (ReGLU)   */
+    HC_GLU_RELU_BOTH = 2 /* h = max(g - p, 0) * max(u,0) (dReLU)   */
+} hc_glu_act;
+
+/* Op ids for op_cost(). */
+typedef enum hc_op_id {
+    HC_OP_MATMUL = 0,
+    HC_OP_MATVEC_ROWS = 1,
+    HC_OP_AXPY_ROWS = 2,
+    HC_OP_RMSNORM = 3,
+    HC_OP_ROPE = 4,
+    HC_OP_ATTENTION = 5,
+    HC_OP_UNARY = 6,
+    HC_OP_BINARY = 7,
+    HC_OP_GLU = 8,
+    HC_OP_COPY = 9
+} hc_op_id;
+
+/* ---- the table ---------------------------------------------------------- */
+typedef struct hc_plugin_ops {
+    /* --- header: fixed forever ---------------------------------------- */
+    size_t size;          /* sizeof(hc_plugin_ops) the plugin was built with */
+    uint32_t abi_major;   /* HC_PLUGIN_ABI_MAJOR the plugin was built with */
+    uint32_t abi_minor;   /* HC_PLUGIN_ABI_MINOR the plugin was built with */
+    const char *family;   /* "cpu", "vulkan", "cuda", "rocm", ...           */
+    const char *variant;  /* "avx2", "generic", ... or "" for none          */
+    const char *version;  /* plugin's own version string                   */
+
+    /* --- ABI 1.0: lifecycle (required) -------------------------------- */
+    /* How well this plugin can run here: 0 = not at all (e.g. missing CPU
+     * features); per family the highest non-zero probe is chosen.  Must be
+     * cheap and must not need the ISA the plugin is built for. */
+    int (*probe)(void);
+    hc_status (*init)(const hc_plugin_host *host, hc_plugin_ctx **out);
+    void (*shutdown)(hc_plugin_ctx *ctx);
+    /* Detail of the last failure on this context (never NULL; "" if none). */
+    const char *(*last_error)(hc_plugin_ctx *ctx);
+
+    /* --- devices (required) ------------------------------------------- */
+    /* A missing driver is not an error: report 0 devices. */
+    int (*device_count)(hc_plugin_ctx *ctx);
+    hc_status (*device_info)(hc_plugin_ctx *ctx, int index, hc_device_info *out);
+    hc_status (*device_open)(hc_plugin_ctx *ctx, int index, hc_device **out);
+    void (*device_close)(hc_device *dev);
+
+    /* --- buffers (alloc/free required) --------------------------------- */
+    hc_status (*buffer_alloc)(hc_device *dev, uint64_t size, hc_buffer **out);
+    void (*buffer_free)(hc_buffer *buf);
+    /* optional: a device buffer over existing host memory (zero-copy). */
+    hc_status (*buffer_wrap_host)(hc_device *dev, void *ptr, uint64_t size, hc_buffer **out);
+    /* optional: host address of a host-visible buffer, else NULL. */
+    void *(*buffer_host_ptr)(hc_buffer *buf);
+
+    /* --- streams and transfers (required) ------------------------------ */
+    hc_status (*stream_create)(hc_device *dev, hc_stream **out);
+    void (*stream_destroy)(hc_stream *s);
+    hc_status (*stream_sync)(hc_stream *s);
+    hc_status (*upload)(hc_stream *s, hc_ref dst, const void *src, uint64_t bytes);
+    hc_status (*download)(hc_stream *s, void *dst, hc_ref src, uint64_t bytes);
+    /* optional: device-to-device copy within one device. */
+    hc_status (*copy)(hc_stream *s, hc_ref dst, hc_ref src, uint64_t bytes);
+
+    /* --- dense compute (required) -------------------------------------- */
+    /* y[t][r] = sum_c W[r][c] * x[t][c] for t < n, r < rows.
+     * x: n x cols F32, y: n x rows F32. */
+    hc_status (*matmul)(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
+                        hc_ref x, int64_t n, hc_ref y);
+
+    /* --- sparse compute (required from ABI 1.0; slots reserved) --------- */
+    /* For each listed row r: y[t][r] = sum_c W[r][c] * x[t][c], t < n.
+     * Rows not listed are left bit-identical.  idx: int32[n_idx]. */
+    hc_status (*matvec_rows)(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
+                             hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+    /* y[t][c] += sum_k h[t][idx[k]] * Wt[idx[k]][c] for c < cols, t < n.
+     * Wt is `rows` x `cols` (down projection stored transposed),
+     * h: n x rows F32, y: n x cols F32.  Summation over k in list order. */
+    hc_status (*axpy_rows)(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
+                           hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+
+    /* --- layer ops (optional: NULL = the core runs them on the CPU) ----- */
+    /* y[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w, t < n; w F32[dim]. */
+    hc_status (*rmsnorm)(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,
+                         float eps);
+    /* In place on x: n_tok x (n_head * head_dim).  The first n_rot dims of
+     * each head are rotated by pos[t] * freq_scale * freq_base^(-2i/n_rot).
+     * pos: int32[n_tok]. */
+    hc_status (*rope)(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                      int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode);
+    /* Causal attention of n_tok queries over an F32 KV cache.
+     * q, out: n_tok x (n_head * head_dim); k, v: rows of (n_head_kv * head_dim)
+     * indexed by position; token t attends positions 0..pos[t] inclusive.
+     * Query head h uses KV head h / (n_head / n_head_kv).  scale multiplies
+     * q.k before the softmax (usually 1/sqrt(head_dim)). */
+    hc_status (*attention)(hc_stream *s, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_t n_tok,
+                           hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                           float scale);
+    hc_status (*unary)(hc_stream *s, int op, hc_ref x, hc_ref y, int64_t n, float param);
+    hc_status (*binary)(hc_stream *s, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
+    /* h[i] = act(g[i], u[i]) for i < n; see hc_glu_act.  shift: p. */
+    hc_status (*glu)(hc_stream *s, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
+
+    /* --- tuning (optional) --------------------------------------------- */
+    /* Estimated seconds for an op of this shape on this device, or a
+     * negative number when the device cannot run it (unsupported without a
+     * failed call).  Used by the scheduler and by `hotcold bench`. */
+    double (*op_cost)(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);
+    /* Change the worker-thread count (CPU plugins). */
+    hc_status (*set_threads)(hc_plugin_ctx *ctx, int n_threads);
+
+    /* --- append new entries for ABI 1.1 and later below this line ------- */
+} hc_plugin_ops;
+
+typedef const hc_plugin_ops *(*hc_plugin_entry_fn)(uint32_t abi_major, uint32_t abi_minor);
+
+/* Is `field` present in a table of `ops->size` bytes and non-NULL? */
+#define HC_OPS_HAS(ops, field)                                                              \
+    ((ops) != NULL && (ops)->size >= offsetof(hc_plugin_ops, field) + sizeof((ops)->field) && \
+     (ops)->field != NULL)
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HOTCOLD_PLUGIN_H */

@@ -1,0 +1,125 @@
+/*
+ * The compute kernels of the CPU plugin, as seen by the op layer.
+ *
+ * The op layer (ops_*.c, built without ISA flags) validates arguments and
+ * hands an argument block to a task that the thread pool runs as
+ * fn(args, ith, nth).  The tasks live in kernels_*.c, which the avx2 variant
+ * builds with -mavx2 -mfma -mf16c and the generic variant builds plain.
+ *
+ * Determinism: every task splits its output statically, each output element
+ * is written by exactly one thread, and the arithmetic that produces an
+ * element never depends on which thread or which tile shape computes it, so
+ * results are bit-identical for any thread count.
+ */
+#ifndef HC_CPU_KERNELS_H
+#define HC_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hotcold/plugin.h"
+
+/* Once per process, before any kernel runs (fills the fp16 table). */
+void hc_cpu_kernels_init(void);
+
+/* [*begin, *end) of `total` items for thread ith of nth, cut at multiples
+ * of `align` (the last thread takes the remainder). */
+static inline void hc_cpu_split(int64_t total, int ith, int nth, int64_t align, int64_t *begin,
+                                int64_t *end)
+{
+    int64_t units = (total + align - 1) / align;
+    int64_t b = units * ith / nth * align, e = units * (ith + 1) / nth * align;
+    *begin = b < total ? b : total;
+    *end = e < total ? e : total;
+}
+
+/* ---- products with weights --------------------------------------------- */
+
+/* Bytes of x (one token of `cols` floats) after the per-call quantization
+ * that weights of type t use; 0 when t works on F32 x directly. */
+size_t hc_cpu_xq_bytes(hc_type t, int64_t cols);
+
+typedef struct hc_cpu_quant_args {
+    hc_type type;
+    const float *x;          /* n x cols */
+    int64_t cols, n;
+    uint8_t *xq;             /* n x xq_stride bytes */
+    size_t xq_stride;
+} hc_cpu_quant_args;
+/* Quantizes the tokens of x (split over tokens). */
+void hc_cpu_quant_task(void *args, int ith, int nth);
+
+typedef struct hc_cpu_mm_args {
+    hc_type type;
+    const uint8_t *w;        /* rows x row_bytes */
+    uint64_t row_bytes;
+    int64_t rows, cols;
+    const float *x;          /* n x cols (types without quantized x) */
+    const uint8_t *xq;       /* n x xq_stride (types with quantized x) */
+    size_t xq_stride;
+    int64_t n;
+    const int32_t *idx;      /* NULL: all rows (matmul); else the listed rows */
+    int64_t n_idx;
+    float *y;                /* n x rows */
+} hc_cpu_mm_args;
+/* y[t][r] = W[r] . x[t] for the rows (split over rows). */
+void hc_cpu_mm_task(void *args, int ith, int nth);
+
+typedef struct hc_cpu_axpy_args {
+    hc_type type;
+    const uint8_t *wt;       /* rows x row_bytes */
+    uint64_t row_bytes;
+    int64_t rows, cols;
+    const float *h;          /* n x rows */
+    int64_t n;
+    const int32_t *idx;
+    int64_t n_idx;
+    float *y;                /* n x cols */
+} hc_cpu_axpy_args;
+/* y[t][c] += h[t][idx[k]] * Wt[idx[k]][c], k in list order (split over
+ * 32-column blocks, so each y element has one owner). */
+void hc_cpu_axpy_task(void *args, int ith, int nth);
+
+/* ---- layer ops ---------------------------------------------------------- */
+
+typedef struct hc_cpu_rmsnorm_args {
+    const float *x, *w;
+    float *y;
+    int64_t n, dim;
+    float eps;
+} hc_cpu_rmsnorm_args;
+void hc_cpu_rmsnorm_task(void *args, int ith, int nth); /* split over rows */
+
+typedef struct hc_cpu_rope_args {
+    float *x;
+    const int32_t *pos;
+    int64_t n_tok, n_head, head_dim, n_rot;
+    float freq_base, freq_scale;
+    int mode;
+    float *scratch;          /* per thread: 2 * n_rot floats */
+} hc_cpu_rope_args;
+void hc_cpu_rope_task(void *args, int ith, int nth); /* split over (token, head) */
+
+typedef struct hc_cpu_attn_args {
+    const float *q, *k, *v;
+    float *out;
+    const int32_t *pos;
+    int64_t n_tok, n_head, n_head_kv, head_dim;
+    float scale;
+    float *scratch;          /* per thread: scratch_stride floats of scores */
+    int64_t scratch_stride;
+} hc_cpu_attn_args;
+void hc_cpu_attention_task(void *args, int ith, int nth); /* split over (token, head) */
+
+typedef struct hc_cpu_eltwise_args {
+    int op;                  /* hc_unary_op, hc_binary_op or hc_glu_act */
+    const float *a, *b;      /* unary: a = x; binary: a, b; glu: a = g, b = u */
+    float *y;
+    int64_t n;
+    float param;
+} hc_cpu_eltwise_args;
+void hc_cpu_unary_task(void *args, int ith, int nth);
+void hc_cpu_binary_task(void *args, int ith, int nth);
+void hc_cpu_glu_task(void *args, int ith, int nth);
+
+#endif /* HC_CPU_KERNELS_H */

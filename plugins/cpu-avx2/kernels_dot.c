@@ -1,0 +1,328 @@
+/*
+ * Dense and row-list products: y[t][r] = W[r] . x[t].
+ *
+ * Work is split over rows (each thread owns whole rows of y).  Within a
+ * thread, rows are processed in tiles of R rows x T tokens so that a weight
+ * row is read once per T tokens and several independent accumulator chains
+ * hide FMA latency.  Every (row, token) pair has its own accumulator and
+ * goes through the same sequence of operations whatever the tile shape, so
+ * y is bit-identical for any split or thread count.
+ */
+#include "kernels_common.h"
+
+/* Tokens handled together: x for this many tokens stays in L1/L2 while a
+ * row group is read once. */
+#define TOKEN_BLOCK 32
+
+typedef struct tile {
+    const uint8_t *w[8]; /* R row starts */
+    int64_t out[8];      /* R output rows */
+} tile;
+
+#if defined(HC_CPU_KERNELS_AVX2)
+
+/* ---- F32 / F16 weights, F32 x ------------------------------------------ */
+
+HC_ALWAYS_INLINE __m256 load_w8(hc_type t, const uint8_t *row, int64_t c)
+{
+    if (t == HC_TYPE_F16)
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * c)));
+    return _mm256_loadu_ps((const float *)row + c);
+}
+
+HC_ALWAYS_INLINE float load_w1(hc_type t, const uint8_t *row, int64_t c)
+{
+    return t == HC_TYPE_F16 ? hc_f16(row + 2 * c) : ((const float *)row)[c];
+}
+
+HC_ALWAYS_INLINE void tile_float(const hc_type type, const int R, const int T, const tile *tl,
+                                 const hc_cpu_mm_args *a, int64_t t0)
+{
+    const int64_t cols = a->cols;
+    const float *x[4];
+    __m256 acc[8][4];
+    int64_t c = 0;
+
+    for (int t = 0; t < T; t++)
+        x[t] = a->x + (t0 + t) * cols;
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++)
+            acc[r][t] = _mm256_setzero_ps();
+    for (; c + 8 <= cols; c += 8) {
+        __m256 xv[4];
+        for (int t = 0; t < T; t++)
+            xv[t] = _mm256_loadu_ps(x[t] + c);
+        for (int r = 0; r < R; r++) {
+            __m256 wv = load_w8(type, tl->w[r], c);
+            for (int t = 0; t < T; t++)
+                acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        for (int t = 0; t < T; t++) {
+            float s = hc_hsum8(acc[r][t]);
+            for (int64_t k = c; k < cols; k++)
+                s = fmaf(load_w1(type, tl->w[r], k), x[t][k], s);
+            a->y[(t0 + t) * a->rows + tl->out[r]] = s;
+        }
+    }
+}
+
+/* ---- Q4_0 weights, x quantized to hc_xq4_pair ---------------------------- */
+
+/* One pair of weight blocks (bA, bB) against one record of x: lanes 0-3 get
+ * block A, lanes 4-7 block B.  Nibbles stay unsigned (maddubs needs an
+ * unsigned operand); the -8 offset comes back through corr. */
+HC_ALWAYS_INLINE __m256 q4_pair(const uint8_t *bA, const uint8_t *bB, __m256i *lo, __m256i *hi)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i v = _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(bA + 2))),
+        _mm_loadu_si128((const __m128i *)(bB + 2)), 1);
+    *lo = _mm256_and_si256(v, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    return _mm256_blend_ps(_mm256_set1_ps(hc_f16(bA)), _mm256_set1_ps(hc_f16(bB)), 0xf0);
+}
+
+HC_ALWAYS_INLINE __m256 q4_dot(__m256i lo, __m256i hi, __m256 dw, const hc_xq4_pair *xp,
+                               __m256 acc)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i pl = _mm256_maddubs_epi16(lo, _mm256_load_si256((const __m256i *)xp->lo));
+    __m256i ph = _mm256_maddubs_epi16(hi, _mm256_load_si256((const __m256i *)xp->hi));
+    /* |lane| <= 2*15*127 each, so the int16 sum cannot overflow. */
+    __m256i s = _mm256_madd_epi16(_mm256_add_epi16(pl, ph), ones);
+    s = _mm256_sub_epi32(s, _mm256_load_si256((const __m256i *)xp->corr));
+    __m256 d = _mm256_mul_ps(dw, _mm256_load_ps(xp->d));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
+}
+
+HC_ALWAYS_INLINE void tile_q4(const int R, const int T, const tile *tl, const hc_cpu_mm_args *a,
+                              int64_t t0)
+{
+    const int64_t nb = a->cols / 32, np = nb / 2; /* whole pairs */
+    const hc_xq4_pair *x[4];
+    __m256 acc[8][4];
+
+    for (int t = 0; t < T; t++)
+        x[t] = (const hc_xq4_pair *)(a->xq + (size_t)(t0 + t) * a->xq_stride);
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++)
+            acc[r][t] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < np; p++) {
+        const size_t offA = (size_t)(2 * p) * HC_Q4_0_BLOCK_BYTES;
+        for (int r = 0; r < R; r++) {
+            __m256i lo, hi;
+            __m256 dw = q4_pair(tl->w[r] + offA, tl->w[r] + offA + HC_Q4_0_BLOCK_BYTES, &lo, &hi);
+            for (int t = 0; t < T; t++)
+                acc[r][t] = q4_dot(lo, hi, dw, &x[t][p], acc[r][t]);
+        }
+    }
+    if (nb & 1) {
+        /* The odd last block pairs with itself; x's half B is zero there. */
+        const size_t offA = (size_t)(nb - 1) * HC_Q4_0_BLOCK_BYTES;
+        for (int r = 0; r < R; r++) {
+            __m256i lo, hi;
+            __m256 dw = q4_pair(tl->w[r] + offA, tl->w[r] + offA, &lo, &hi);
+            for (int t = 0; t < T; t++)
+                acc[r][t] = q4_dot(lo, hi, dw, &x[t][np], acc[r][t]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++)
+            a->y[(t0 + t) * a->rows + tl->out[r]] = hc_hsum8(acc[r][t]);
+}
+
+/* ---- Q8_0 weights, x quantized to int16 ----------------------------------- */
+
+HC_ALWAYS_INLINE void tile_q8(const int R, const int T, const tile *tl, const hc_cpu_mm_args *a,
+                              int64_t t0)
+{
+    const int64_t nb = a->cols / 32;
+    const int16_t *xq[4];
+    const float *xd[4];
+    __m256 acc[8][4];
+
+    for (int t = 0; t < T; t++) {
+        const uint8_t *base = a->xq + (size_t)(t0 + t) * a->xq_stride;
+        xq[t] = (const int16_t *)base;
+        xd[t] = (const float *)(base + nb * 64);
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++)
+            acc[r][t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        for (int r = 0; r < R; r++) {
+            const uint8_t *blk = tl->w[r] + (size_t)b * HC_Q8_0_BLOCK_BYTES;
+            /* Sign-extend to int16 and use madd: no sign tricks needed and
+             * |w*x| pairs stay far from int32 limits. */
+            __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 2)));
+            __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 18)));
+            __m256 dw = _mm256_set1_ps(hc_f16(blk));
+            for (int t = 0; t < T; t++) {
+                const __m256i *xv = (const __m256i *)(xq[t] + b * 32);
+                __m256i s = _mm256_add_epi32(_mm256_madd_epi16(w0, _mm256_load_si256(xv)),
+                                             _mm256_madd_epi16(w1, _mm256_load_si256(xv + 1)));
+                __m256 d = _mm256_mul_ps(dw, _mm256_load_ps(xd[t] + 8 * b));
+                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++)
+            a->y[(t0 + t) * a->rows + tl->out[r]] = hc_hsum8(acc[r][t]);
+}
+
+#else /* generic: plain C, one row and one token at a time ------------------ */
+
+static float dot_generic(hc_type type, const uint8_t *row, const float *x, int64_t cols)
+{
+    float s[4] = {0, 0, 0, 0};
+    int64_t c = 0;
+
+    switch (type) {
+    case HC_TYPE_F32: {
+        const float *w = (const float *)row;
+        for (; c + 4 <= cols; c += 4)
+            for (int k = 0; k < 4; k++)
+                s[k] += w[c + k] * x[c + k];
+        for (; c < cols; c++)
+            s[0] += w[c] * x[c];
+        break;
+    }
+    case HC_TYPE_F16:
+        for (; c + 4 <= cols; c += 4)
+            for (int k = 0; k < 4; k++)
+                s[k] += hc_f16(row + 2 * (c + k)) * x[c + k];
+        for (; c < cols; c++)
+            s[0] += hc_f16(row + 2 * c) * x[c];
+        break;
+    case HC_TYPE_Q4_0:
+        for (int64_t b = 0; b < cols / 32; b++) {
+            const uint8_t *blk = row + b * HC_Q4_0_BLOCK_BYTES;
+            const float *xb = x + b * 32;
+            float bs = 0;
+            for (int j = 0; j < 16; j++)
+                bs += (float)((blk[2 + j] & 0x0f) - 8) * xb[j] +
+                      (float)((blk[2 + j] >> 4) - 8) * xb[j + 16];
+            s[b & 3] += hc_f16(blk) * bs;
+        }
+        break;
+    case HC_TYPE_Q8_0:
+        for (int64_t b = 0; b < cols / 32; b++) {
+            const uint8_t *blk = row + b * HC_Q8_0_BLOCK_BYTES;
+            const float *xb = x + b * 32;
+            float bs = 0;
+            for (int j = 0; j < 32; j++)
+                bs += (float)(int8_t)blk[2 + j] * xb[j];
+            s[b & 3] += hc_f16(blk) * bs;
+        }
+        break;
+    }
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+#endif
+
+/* Instantiations: (R rows, T tokens) with R*T accumulators. */
+#if defined(HC_CPU_KERNELS_AVX2)
+#define TILE_FNS(name, body)                                                                        \
+    static void name##_4x1(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(4, 1); }     \
+    static void name##_1x1(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 1); }     \
+    static void name##_1x2(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 2); }     \
+    static void name##_1x3(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 3); }     \
+    static void name##_1x4(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 4); }     \
+    static void name##_2x4(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(2, 4); }
+#define TILE_FN_8X1(name, body)                                                                     \
+    static void name##_8x1(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(8, 1); }
+
+#define BODY_F32(R, T) tile_float(HC_TYPE_F32, R, T, tl, a, t0)
+#define BODY_F16(R, T) tile_float(HC_TYPE_F16, R, T, tl, a, t0)
+#define BODY_Q4(R, T) tile_q4(R, T, tl, a, t0)
+#define BODY_Q8(R, T) tile_q8(R, T, tl, a, t0)
+TILE_FNS(f32, BODY_F32)
+TILE_FNS(f16, BODY_F16)
+TILE_FNS(q4, BODY_Q4)
+TILE_FNS(q8, BODY_Q8)
+TILE_FN_8X1(f32, BODY_F32)
+TILE_FN_8X1(f16, BODY_F16)
+
+typedef void (*tile_fn)(const tile *, const hc_cpu_mm_args *, int64_t);
+/* [type][shape]: 0 = 4x1, 1..4 = 1xT, 5 = 2x4, 6 = 8x1 (F32/F16 only: the
+ * integer kernels need more registers per row) */
+static tile_fn pick(hc_type t, int shape)
+{
+    static const tile_fn tab[4][7] = {
+        {f32_4x1, f32_1x1, f32_1x2, f32_1x3, f32_1x4, f32_2x4, f32_8x1},
+        {f16_4x1, f16_1x1, f16_1x2, f16_1x3, f16_1x4, f16_2x4, f16_8x1},
+        {q4_4x1, q4_1x1, q4_1x2, q4_1x3, q4_1x4, q4_2x4, q4_4x1},
+        {q8_4x1, q8_1x1, q8_1x2, q8_1x3, q8_1x4, q8_2x4, q8_4x1},
+    };
+    int ti = t == HC_TYPE_F32 ? 0 : t == HC_TYPE_F16 ? 1 : t == HC_TYPE_Q4_0 ? 2 : 3;
+    return tab[ti][shape];
+}
+#endif
+
+static int64_t row_at(const hc_cpu_mm_args *a, int64_t k)
+{
+    return a->idx ? a->idx[k] : k;
+}
+
+void hc_cpu_mm_task(void *args, int ith, int nth)
+{
+    const hc_cpu_mm_args *a = args;
+    const int64_t count = a->idx ? a->n_idx : a->rows;
+    int64_t k0, k1;
+
+    hc_cpu_split(count, ith, nth, 4, &k0, &k1);
+#if defined(HC_CPU_KERNELS_AVX2)
+    for (int64_t tb = 0; tb < a->n; tb += TOKEN_BLOCK) {
+        const int64_t te = a->n - tb < TOKEN_BLOCK ? a->n : tb + TOKEN_BLOCK;
+        for (int64_t k = k0; k < k1;) {
+            tile tl;
+            /* One token: 8 rows (float weights) or 4 rows (integer kernels,
+             * which need more registers per row) at once, for independent
+             * FMA chains.  Several tokens: 2 rows x 4 tokens, so each weight
+             * load feeds 4 FMAs. */
+            const int64_t nt = te - tb, nr = k1 - k;
+            const int wide = a->type == HC_TYPE_F32 || a->type == HC_TYPE_F16 ? 8 : 4;
+            int R = 1;
+            if (nt == 1 && nr >= wide)
+                R = wide;
+            else if (nt == 1 && nr >= 4)
+                R = 4;
+            else if (nt >= 4 && nr >= 2)
+                R = 2;
+            for (int r = 0; r < R; r++) {
+                tl.out[r] = row_at(a, k + r);
+                tl.w[r] = a->w + (size_t)tl.out[r] * a->row_bytes;
+            }
+            for (int64_t t = tb; t < te;) {
+                const int64_t left = te - t;
+                if (R >= 4) {
+                    pick(a->type, R == 8 ? 6 : 0)(&tl, a, t);
+                    t += 1;
+                } else if (R == 2 && left >= 4) {
+                    pick(a->type, 5)(&tl, a, t);
+                    t += 4;
+                } else {
+                    /* Rows of a 2-row tile finish their last tokens alone. */
+                    const int T = left < 4 ? (int)left : 4;
+                    for (int r = 0; r < R; r++) {
+                        tile one = {{tl.w[r]}, {tl.out[r]}};
+                        pick(a->type, T)(&one, a, t);
+                    }
+                    t += T;
+                }
+            }
+            k += R;
+        }
+    }
+#else
+    for (int64_t k = k0; k < k1; k++) {
+        const int64_t r = row_at(a, k);
+        const uint8_t *row = a->w + (size_t)r * a->row_bytes;
+        for (int64_t t = 0; t < a->n; t++)
+            a->y[t * a->rows + r] = dot_generic(a->type, row, a->x + t * a->cols, a->cols);
+    }
+#endif
+}

@@ -1,0 +1,176 @@
+/*
+ * The weight products: matmul, matvec_rows and axpy_rows.  This file checks
+ * every argument, quantizes x where the weight type wants it, and hands the
+ * work to the thread pool; the arithmetic is in kernels_*.c.
+ */
+#include "cpu_kernels.h"
+#include "cpu_plugin.h"
+
+typedef long long ll;
+
+/* Below this many multiply-adds a job costs less than waking the pool. */
+#define PARALLEL_MIN_MACS (1 << 15)
+
+static int type_known(hc_type t)
+{
+    return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q4_0 || t == HC_TYPE_Q8_0;
+}
+
+static uint64_t weight_align(hc_type t)
+{
+    return t == HC_TYPE_F32 ? 4 : t == HC_TYPE_F16 ? 2 : 1;
+}
+
+/* Checks type, shape and the weight range; *row_bytes is one row's size. */
+static hc_status check_weights(hc_plugin_ctx *ctx, const char *op, hc_type t, hc_ref w,
+                               int64_t rows, int64_t cols, uint64_t *row_bytes, void **wp)
+{
+    uint64_t bytes;
+
+    if (!type_known(t))
+        return hc_cpu_fail(ctx, HC_E_UNSUPPORTED,
+                           "%s: weight type %d is not supported (F32, F16, Q4_0, Q8_0)", op, (int)t);
+    if (rows < 0 || cols < 0)
+        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: negative shape %lld x %lld", op, (ll)rows,
+                           (ll)cols);
+    *row_bytes = hc_type_row_size(t, cols);
+    if (*row_bytes == 0 && cols > 0)
+        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: cols %lld is not a multiple of 32 for type %d",
+                           op, (ll)cols, (int)t);
+    if (!hc_cpu_mul3((uint64_t)rows, *row_bytes, 1, &bytes))
+        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: w: %lld rows of %llu bytes overflow", op,
+                           (ll)rows, (unsigned long long)*row_bytes);
+    return hc_cpu_ref(ctx, op, "w", w, bytes, weight_align(t), wp);
+}
+
+static int threads_for(hc_plugin_ctx *ctx, uint64_t macs)
+{
+    return macs < PARALLEL_MIN_MACS ? 1 : hc_cpu_pool_size(ctx->pool);
+}
+
+/* Quantizes the n tokens of x into scratch when the type works on 8-bit x. */
+static hc_status quantize_x(hc_plugin_ctx *ctx, const char *op, hc_type t, const float *x,
+                            int64_t cols, int64_t n, const uint8_t **xq, size_t *stride)
+{
+    void *mem;
+    size_t per = hc_cpu_xq_bytes(t, cols);
+
+    *xq = NULL;
+    *stride = per;
+    if (per == 0)
+        return HC_OK;
+    if ((uint64_t)n > SIZE_MAX / per)
+        return hc_cpu_fail(ctx, HC_E_NOMEM, "%s: quantized x of %lld tokens is too large", op,
+                           (ll)n);
+    hc_status st = hc_cpu_scratch(ctx, op, per * (size_t)n, &mem);
+    if (st != HC_OK)
+        return st;
+    hc_cpu_quant_args qa = {t, x, cols, n, mem, per};
+    hc_cpu_pool_run(ctx->pool, hc_cpu_quant_task, &qa,
+                    threads_for(ctx, (uint64_t)n * (uint64_t)cols / 4));
+    *xq = mem;
+    return HC_OK;
+}
+
+/* matmul (idx NULL) and matvec_rows share everything but the row list. */
+static hc_status mm_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w, int64_t rows,
+                           int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
+                           hc_ref y)
+{
+    hc_plugin_ctx *ctx;
+    uint64_t row_bytes = 0;
+    void *wp, *xp, *yp, *ip = NULL;
+    hc_status st = hc_cpu_stream_ctx(s, op, &ctx);
+
+    if (st != HC_OK)
+        return st;
+    st = check_weights(ctx, op, wtype, w, rows, cols, &row_bytes, &wp);
+    if (st != HC_OK)
+        return st;
+    if (n < 0)
+        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: negative token count %lld", op, (ll)n);
+    if ((st = hc_cpu_ref_n(ctx, op, "x", x, n, cols, 4, &xp)) != HC_OK ||
+        (st = hc_cpu_ref_n(ctx, op, "y", y, n, rows, 4, &yp)) != HC_OK)
+        return st;
+    uint64_t ybytes = (uint64_t)n * (uint64_t)rows * 4;
+    if ((st = hc_cpu_disjoint(ctx, op, "y", yp, ybytes, "x", xp, (uint64_t)n * cols * 4)) ||
+        (st = hc_cpu_disjoint(ctx, op, "y", yp, ybytes, "w", wp, (uint64_t)rows * row_bytes)))
+        return st;
+    if (idx) {
+        if (n_idx < 0)
+            return hc_cpu_fail(ctx, HC_E_INVALID, "%s: negative n_idx %lld", op, (ll)n_idx);
+        if ((st = hc_cpu_ref_n(ctx, op, "idx", *idx, n_idx, 1, 4, &ip)) != HC_OK ||
+            (st = hc_cpu_disjoint(ctx, op, "y", yp, ybytes, "idx", ip, (uint64_t)n_idx * 4)) ||
+            (st = hc_cpu_check_rows(ctx, op, ip, n_idx, rows)) != HC_OK)
+            return st;
+    }
+    int64_t count = idx ? n_idx : rows;
+    if (n == 0 || count == 0)
+        return HC_OK;
+
+    pthread_mutex_lock(&ctx->lock);
+    const uint8_t *xq;
+    size_t xq_stride;
+    st = quantize_x(ctx, op, wtype, xp, cols, n, &xq, &xq_stride);
+    if (st == HC_OK) {
+        hc_cpu_mm_args a = {wtype, wp, row_bytes, rows, cols, xp, xq, xq_stride, n,
+                            ip, idx ? n_idx : 0, yp};
+        hc_cpu_pool_run(ctx->pool, hc_cpu_mm_task, &a,
+                        threads_for(ctx, (uint64_t)count * (uint64_t)cols * (uint64_t)n));
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+hc_status hc_cpu_matmul(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
+                        hc_ref x, int64_t n, hc_ref y)
+{
+    return mm_common(s, "matmul", wtype, w, rows, cols, x, n, NULL, 0, y);
+}
+
+hc_status hc_cpu_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
+                             hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    return mm_common(s, "matvec_rows", wtype, w, rows, cols, x, n, &idx, n_idx, y);
+}
+
+hc_status hc_cpu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
+                           hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    static const char op[] = "axpy_rows";
+    hc_plugin_ctx *ctx;
+    uint64_t row_bytes = 0;
+    void *wp, *hp, *yp, *ip;
+    hc_status st = hc_cpu_stream_ctx(s, op, &ctx);
+
+    if (st != HC_OK)
+        return st;
+    st = check_weights(ctx, op, wtype, wt, rows, cols, &row_bytes, &wp);
+    if (st != HC_OK)
+        return st;
+    if (n < 0 || n_idx < 0)
+        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: negative n %lld or n_idx %lld", op, (ll)n,
+                           (ll)n_idx);
+    if ((st = hc_cpu_ref_n(ctx, op, "h", h, n, rows, 4, &hp)) != HC_OK ||
+        (st = hc_cpu_ref_n(ctx, op, "y", y, n, cols, 4, &yp)) != HC_OK ||
+        (st = hc_cpu_ref_n(ctx, op, "idx", idx, n_idx, 1, 4, &ip)) != HC_OK)
+        return st;
+    uint64_t ybytes = (uint64_t)n * (uint64_t)cols * 4;
+    if ((st = hc_cpu_disjoint(ctx, op, "y", yp, ybytes, "h", hp, (uint64_t)n * rows * 4)) ||
+        (st = hc_cpu_disjoint(ctx, op, "y", yp, ybytes, "wt", wp, (uint64_t)rows * row_bytes)) ||
+        (st = hc_cpu_disjoint(ctx, op, "y", yp, ybytes, "idx", ip, (uint64_t)n_idx * 4)) ||
+        (st = hc_cpu_check_rows(ctx, op, ip, n_idx, rows)) != HC_OK)
+        return st;
+    if (n == 0 || n_idx == 0 || cols == 0)
+        return HC_OK;
+
+    pthread_mutex_lock(&ctx->lock);
+    hc_cpu_axpy_args a = {wtype, wp, row_bytes, rows, cols, hp, n, ip, n_idx, yp};
+    /* Threads own 32-column blocks: more threads than blocks would idle. */
+    int nth = threads_for(ctx, (uint64_t)n_idx * (uint64_t)cols * (uint64_t)n);
+    if ((int64_t)nth > (cols + 31) / 32)
+        nth = (int)((cols + 31) / 32);
+    hc_cpu_pool_run(ctx->pool, hc_cpu_axpy_task, &a, nth);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}

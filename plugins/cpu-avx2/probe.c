@@ -1,0 +1,57 @@
+/*
+ * Can this CPU run the plugin?  Built WITHOUT ISA flags: the loader calls
+ * probe() on every machine, including ones that would fault on an AVX
+ * instruction, so nothing here may need the ISA the kernels are built for.
+ */
+#include "cpu_plugin.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#if defined(HC_CPU_VARIANT_AVX2)
+/* The kernels use AVX2 integer ops, FMA and F16C conversions on YMM
+ * registers.  The CPU must have them (CPUID) AND the OS must save the YMM
+ * state on context switches (OSXSAVE + XCR0 bits 1 and 2), otherwise the
+ * upper halves are lost or the instructions fault. */
+static int cpu_has_avx2_fma_f16c(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned int a, b, c, d;
+    const unsigned int need1 = bit_AVX | bit_FMA | bit_F16C | bit_OSXSAVE;
+
+    if (!__get_cpuid(1, &a, &b, &c, &d) || (c & need1) != need1)
+        return 0;
+    /* XGETBV is only legal once OSXSAVE is known to be set (checked above). */
+    uint32_t xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 0x6u) != 0x6u)
+        return 0;
+    if (__get_cpuid_max(0, NULL) < 7 || !__get_cpuid_count(7, 0, &a, &b, &c, &d))
+        return 0;
+    return (b & bit_AVX2) != 0;
+#else
+    return 0;
+#endif
+}
+#endif
+
+/* Scores: the loader keeps the highest non-zero probe of the "cpu" family,
+ * so the generic build (1) is only chosen when avx2 (20) cannot run. */
+int hc_cpu_probe(void)
+{
+#if defined(HC_CPU_VARIANT_AVX2)
+    return cpu_has_avx2_fma_f16c() ? 20 : 0;
+#else
+    return 1;
+#endif
+}
+
+const char *hc_cpu_variant(void)
+{
+#if defined(HC_CPU_VARIANT_AVX2)
+    return "avx2";
+#else
+    return "generic";
+#endif
+}

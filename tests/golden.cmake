@@ -1,0 +1,2 @@
+hc_add_check_test(test_golden SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_golden.c
+                  LABELS golden TIMEOUT 900)

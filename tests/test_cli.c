@@ -1,0 +1,265 @@
+/*
+ * The `hotcold` command end to end: it is run as a child process, exactly as
+ * a user runs it, and its stdout/stderr/exit status are checked.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gguf.h"
+#include "hotcold/hotcold.h"
+#include "test_util.h"
+
+typedef struct cli_result {
+    int status; /* exit code, or -1 if it did not exit normally */
+    char *out;
+    char *err;
+} cli_result;
+
+/* Run `hotcold <args>` through the shell with stdout and stderr captured. */
+static void cli(cli_result *r, const char *args)
+{
+    const char *dir = hc_test_tmpdir();
+    char cmd[8192];
+    char out_path[512], err_path[512];
+    snprintf(out_path, sizeof out_path, "%s/cli.out", dir);
+    snprintf(err_path, sizeof err_path, "%s/cli.err", dir);
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", HC_CLI, args, out_path, err_path);
+    int st = system(cmd);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r->out = hc_test_read_file(out_path, NULL);
+    r->err = hc_test_read_file(err_path, NULL);
+    ck_assert(r->out && r->err);
+}
+
+static void cli_free(cli_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static const char *model(const char *name)
+{
+    return hc_test_path(HC_MODELS_DIR, name);
+}
+
+/* The text the golden greedy ids spell, decoded with the model's own vocab
+ * pieces (the tokenizer's piece decoding is tested on its own). */
+static char *golden_text(const char *model_name, int n_ids)
+{
+    char name[256];
+    snprintf(name, sizeof name, "golden/%s.json", model_name);
+    json_object *root = hc_test_load_json(hc_test_path(HC_TEST_DATA, name)), *bos, *ids;
+    ck_assert(root != NULL);
+    ck_assert(json_object_object_get_ex(root, "from_bos", &bos));
+    ck_assert(json_object_object_get_ex(bos, "greedy_ids", &ids));
+    hc_engine *e = hc_engine_open(NULL);
+    ck_assert(e != NULL);
+    snprintf(name, sizeof name, "%s.gguf", model_name);
+    hc_model *m = hc_model_load(e, model(name), NULL);
+    ck_assert_msg(m != NULL, "%s", hc_last_error());
+    size_t cap = 65536, len = 0;
+    char *text = calloc(cap, 1);
+    for (int i = 0; i < n_ids; i++) {
+        char piece[256];
+        int id = json_object_get_int(json_object_array_get_idx(ids, (size_t)i));
+        int n = hc_model_token_piece(m, id, piece, (int)sizeof piece);
+        ck_assert(n >= 0 && len + (size_t)n < cap);
+        const char *p = piece;
+        if (i == 0 && n > 0 && piece[0] == ' ') {
+            p++;
+            n--;
+        }
+        memcpy(text + len, p, (size_t)n);
+        len += (size_t)n;
+    }
+    hc_model_free(m);
+    hc_engine_close(e);
+    json_object_put(root);
+    return text;
+}
+
+START_TEST(default_model_tells_the_story)
+{
+    cli_result r;
+    cli(&r, "run --temp 0 -n 40");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strncmp(r.out, "Once upon a time, there was a little girl named Lily", 52) == 0,
+                  "stdout: %s", r.out);
+    ck_assert_msg(strstr(r.err, "tok/s") != NULL, "no speed summary: %s", r.err);
+    cli_free(&r);
+}
+END_TEST
+
+START_TEST(relu2M_reproduces_golden_text)
+{
+    char args[4096];
+    cli_result r;
+    snprintf(args, sizeof args, "run -m '%s' --temp 0 -n 60", model("relu2M.gguf"));
+    cli(&r, args);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    char *want = golden_text("relu2M", 60);
+    size_t n = strlen(want);
+    ck_assert_msg(strncmp(r.out, want, n) == 0 && r.out[n] == '\n',
+                  "stdout:\n%s\nwant:\n%s", r.out, want);
+    free(want);
+    cli_free(&r);
+}
+END_TEST
+
+/* Sampling with a seed gives the same text for any thread count. */
+START_TEST(seeded_sampling_is_thread_count_independent)
+{
+    char args[4096];
+    cli_result a, b;
+    snprintf(args, sizeof args, "run -m '%s' --temp 0.9 --seed 1234 -n 80 -t 1",
+             model("relu2M.gguf"));
+    cli(&a, args);
+    snprintf(args, sizeof args, "run -m '%s' --temp 0.9 --seed 1234 -n 80 -t 2",
+             model("relu2M.gguf"));
+    cli(&b, args);
+    ck_assert_msg(a.status == 0 && b.status == 0, "%s %s", a.err, b.err);
+    ck_assert_str_eq(a.out, b.out);
+    cli_free(&a);
+    cli_free(&b);
+}
+END_TEST
+
+START_TEST(missing_model_file)
+{
+    cli_result r;
+    cli(&r, "run -m /nonexistent/model.gguf -n 4");
+    ck_assert_int_ne(r.status, 0);
+    ck_assert_msg(strstr(r.err, "/nonexistent/model.gguf") != NULL, "stderr: %s", r.err);
+    cli_free(&r);
+}
+END_TEST
+
+START_TEST(context_overflow)
+{
+    cli_result r;
+    cli(&r, "run -c 4 -p 'Once upon a time, there was a little dog' -n 4");
+    ck_assert_int_ne(r.status, 0);
+    ck_assert_msg(strstr(r.err, "context") != NULL, "stderr: %s", r.err);
+    cli_free(&r);
+}
+END_TEST
+
+START_TEST(bad_option_value)
+{
+    cli_result r;
+    cli(&r, "run -n lots");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "lots") != NULL, "stderr: %s", r.err);
+    cli_free(&r);
+}
+END_TEST
+
+START_TEST(help_lists_the_flags)
+{
+    static const char *const flags[] = {"-m", "-p", "-n", "-t", "--temp", "--top-k",
+                                        "--top-p", "--seed", "-c"};
+    cli_result r;
+    cli(&r, "run --help");
+    ck_assert_int_eq(r.status, 0);
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        ck_assert_msg(strstr(r.out, flags[i]) != NULL, "--help lacks %s", flags[i]);
+    cli_free(&r);
+}
+END_TEST
+
+/* Copy stories260K with one metadata key or one tensor's type changed.
+ * The copy is written by our GGUF writer from the reader's view. */
+static const char *doctored_copy(const char *name, const char *arch, const char *tensor,
+                                 uint32_t new_type)
+{
+    static char path[1024];
+    char err[512];
+    snprintf(path, sizeof path, "%s/%s", hc_test_tmpdir(), name);
+    hc_gguf *g = hc_gguf_open(model("stories260K.gguf"), err, sizeof err);
+    ck_assert_msg(g != NULL, "%s", err);
+    hc_gguf_writer *w = hc_gguf_writer_new("GGUF", 3, 32);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        ck_assert_int_eq(hc_gguf_writer_copy_kv(w, &g->kv[i]), 0);
+    if (arch)
+        ck_assert_int_eq(hc_gguf_writer_set_str(w, "general.architecture", arch), 0);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const hc_gguf_tensor *t = &g->tensors[i];
+        uint32_t type = tensor && !strcmp(t->name, tensor) ? new_type : t->type;
+        ck_assert_int_eq(hc_gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne, type), 0);
+    }
+    ck_assert_msg(hc_gguf_writer_begin(w, path, err, sizeof err) == 0, "%s", err);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const hc_gguf_tensor *t = &g->tensors[i];
+        uint64_t bytes = t->n_bytes;
+        if (tensor && !strcmp(t->name, tensor)) /* new type's size, data = zeros */
+            bytes = t->n_elements / hc_ggml_block_size(new_type) * hc_ggml_type_size(new_type);
+        void *zeros = calloc(1, bytes);
+        ck_assert_int_eq(hc_gguf_writer_write_data(w, bytes == t->n_bytes ? t->data : zeros,
+                                                   bytes, err, sizeof err),
+                         0);
+        free(zeros);
+    }
+    ck_assert_msg(hc_gguf_writer_finish(w, err, sizeof err) == 0, "%s", err);
+    hc_gguf_writer_free(w);
+    hc_gguf_close(g);
+    return path;
+}
+
+START_TEST(unknown_architecture)
+{
+    char args[2048];
+    cli_result r;
+    snprintf(args, sizeof args, "run -m '%s' -n 4", doctored_copy("gpt2.gguf", "gpt2", NULL, 0));
+    cli(&r, args);
+    ck_assert_int_ne(r.status, 0);
+    ck_assert_msg(strstr(r.err, "architecture") && strstr(r.err, "gpt2"), "stderr: %s", r.err);
+    cli_free(&r);
+}
+END_TEST
+
+START_TEST(unknown_tensor_type)
+{
+    char args[2048];
+    cli_result r;
+    /* 3 = Q4_1: a real GGUF type (blocks of 32, so the file itself is
+     * valid) that hotcold does not compute. */
+    snprintf(args, sizeof args, "run -m '%s' -n 4",
+             doctored_copy("q4_1.gguf", NULL, "blk.0.attn_q.weight", 3));
+    cli(&r, args);
+    ck_assert_int_ne(r.status, 0);
+    ck_assert_msg(strstr(r.err, "blk.0.attn_q.weight") && strstr(r.err, "q4_1"), "stderr: %s",
+                  r.err);
+    cli_free(&r);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+    Suite *s = suite_create("cli");
+    TCase *tc = tcase_create("run");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, default_model_tells_the_story);
+    tcase_add_test(tc, relu2M_reproduces_golden_text);
+    tcase_add_test(tc, seeded_sampling_is_thread_count_independent);
+    tcase_add_test(tc, missing_model_file);
+    tcase_add_test(tc, context_overflow);
+    tcase_add_test(tc, bad_option_value);
+    tcase_add_test(tc, help_lists_the_flags);
+    tcase_add_test(tc, unknown_architecture);
+    tcase_add_test(tc, unknown_tensor_type);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(cli_suite());
+    srunner_run_all(sr, CK_VERBOSE);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,1626 @@
+/*
+ * Plugin conformance: every op of hc_plugin_ops that a plugin provides, on
+ * every device of every backend the loader finds, against the reference
+ * kernels of core/ref.
+ *
+ * Each case allocates device buffers with a guard region before and after
+ * the data (ops get a ref at a non-zero offset), checks the guards and the
+ * inputs unchanged afterwards, compares the output by NMSE with a bound per
+ * weight type (justified at conf_bounds below), and prints one summary line
+ * so the log shows the margins.  Sparse ops also check that rows they must
+ * not touch are bit-identical.
+ *
+ * The loader reads $HOTCOLD_PLUGIN_PATH (set by CTest to the build's plugin
+ * directory) and $HOTCOLD_PLUGINS (e.g. "cpu-generic" to test one variant).
+ * Failures inside a test are counted and printed as "FAIL ..." lines, and the
+ * test fails at its end, so one bug does not hide the cases after it.
+ * GPU contexts do not survive fork(): the runner uses CK_NOFORK.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "loader.h"
+#include "ref/ref.h"
+#include "test_util.h"
+
+/* ---- bounds ------------------------------------------------------------- */
+
+/*
+ * NMSE = sum (got - ref)^2 / sum ref^2, and "max" = the largest |got - ref|
+ * divided by the RMS of ref.  For the weight products (matmul, matvec_rows,
+ * axpy_rows) the denominator is instead the energy of the products summed
+ * into each output, sum_c (W[r][c] x[c])^2: for random data it equals ref^2
+ * in expectation, but a dot that happens to cancel to near zero (a one-row
+ * list has a single output) does not inflate the ratio, while a rounding
+ * error still scales with the terms that produced it.
+ *
+ * The reference runs on the same weight bytes
+ * (already quantized), so weight quantization error is not measured here;
+ * what remains is the plugin's own arithmetic:
+ *
+ *  F32   float products summed in any fixed order: the rounding error of a
+ *        length-N dot is ~ eps * sqrt(N) relative (eps = 6e-8), i.e. NMSE
+ *        ~ 1e-11 at N = 11008.  Bound 1e-8 leaves 1000x for blocked or
+ *        tree sums; a wrong element among 4096 already gives ~5e-4.
+ *  F16   weights decode exactly to float, so the same, plus room for a
+ *        plugin that rounds activations to half (relative 2^-11 per element:
+ *        NMSE ~ 1e-7): bound 1e-6.  Half-precision accumulation over long
+ *        rows (error ~ sqrt(N) * 2^-11) fails it, on purpose.
+ *  Q8_0, Q4_0  a plugin may quantize activations to 8 bits per 32-block
+ *        (as ggml does for these dots): step amax/127 with amax ~ 1.7-2.5
+ *        sigma gives a relative error variance ~ (2.5/127)^2 / 12 = 3e-5.
+ *        Bound 5e-4 (15x margin); max error 0.1 RMS (~15 sigma).
+ *
+ * Layer ops are F32 only: element-wise ops and rmsnorm are a few roundings
+ * (NMSE ~ 1e-14): bound 1e-10.  Attention sums up to ~200 softmax-weighted
+ * rows with float exp (NMSE ~ 1e-12): bound 1e-8.  RoPE angles are
+ * pos * freq computed in float: at pos ~ 4100 one ulp is 5e-4 rad, so
+ * elements move by up to ~1e-3 (NMSE ~ 1e-7): bound 1e-5.
+ */
+typedef struct conf_bound {
+    double nmse, max;
+} conf_bound;
+
+static conf_bound bound_for_type(hc_type t)
+{
+    switch (t) {
+    case HC_TYPE_F32: return (conf_bound){1e-8, 1e-3};
+    case HC_TYPE_F16: return (conf_bound){1e-6, 1e-2};
+    case HC_TYPE_Q8_0:
+    case HC_TYPE_Q4_0: return (conf_bound){5e-4, 0.1};
+    }
+    return (conf_bound){0, 0};
+}
+
+static const conf_bound BOUND_ELEMENTWISE = {1e-10, 1e-4};
+static const conf_bound BOUND_ATTENTION = {1e-8, 1e-3};
+static const conf_bound BOUND_ROPE = {1e-5, 1e-2};
+
+static const hc_type ALL_TYPES[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0};
+
+static const char *type_name(hc_type t)
+{
+    switch (t) {
+    case HC_TYPE_F32: return "F32";
+    case HC_TYPE_F16: return "F16";
+    case HC_TYPE_Q8_0: return "Q8_0";
+    case HC_TYPE_Q4_0: return "Q4_0";
+    }
+    return "?";
+}
+
+static int type_fits(hc_type t, int64_t cols)
+{
+    return hc_type_row_size(t, cols) != 0 || cols == 0;
+}
+
+/* ---- worst NMSE seen, per weight type and for the layer ops ------------- */
+
+enum { WORST_LAYER = 4, WORST_N = 5 };
+static double g_worst[WORST_N];
+static char g_worst_what[WORST_N][384];
+
+static int worst_slot(hc_type t)
+{
+    for (int i = 0; i < 4; i++)
+        if (ALL_TYPES[i] == t)
+            return i;
+    return WORST_LAYER;
+}
+
+/* ---- devices ------------------------------------------------------------- */
+
+#define CONF_MAX_DEVS 32
+
+typedef struct conf_dev {
+    const hc_backend *be;
+    const hc_plugin_ops *ops;
+    hc_device *dev;
+    hc_stream *st;
+    hc_device_info info;
+    int is_cpu; /* the CPU family is everyone's fallback: it must support all */
+    char name[96];
+} conf_dev;
+
+static hc_registry g_reg;
+static conf_dev g_dev[CONF_MAX_DEVS];
+static int g_n_dev;
+static char g_setup_error[512];
+
+/* Failures within the running test (reset at its start). */
+static int g_fail;
+
+static void conf_fail(const conf_dev *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void conf_fail(const conf_dev *d, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    printf("FAIL %s: %s\n", d ? d->name : "-", msg);
+    fflush(stdout);
+    g_fail++;
+}
+
+static const char *plugin_error(const conf_dev *d)
+{
+    const char *e = d->ops->last_error(d->be->ctx);
+    return e ? e : "(null)";
+}
+
+/* Run `call`; on anything but HC_OK record a failure and jump to `out`. */
+#define CONF_CALL(d, call)                                                                   \
+    do {                                                                                     \
+        hc_status st_ = (call);                                                              \
+        if (st_ != HC_OK) {                                                                  \
+            conf_fail((d), "%s returned %d (%s)", #call, (int)st_, plugin_error(d));       \
+            goto out;                                                                        \
+        }                                                                                    \
+    } while (0)
+
+#define CONF_TEST_END() ck_assert_msg(g_fail == 0, "%d failure(s): see the FAIL lines", g_fail)
+
+/* op_cost's answer when it was not asked (or is not provided). */
+#define COST_UNKNOWN (-1.0)
+
+/* An op returned `s`.  1: go on and check the result.  0: the plugin does
+ * not support this case (allowed, except on the CPU plugin, and unless
+ * op_cost promised it could: `cost` >= 0), or it failed (recorded). */
+static int op_accepted(const conf_dev *d, hc_status s, double cost, const char *what)
+{
+    if (s == HC_OK)
+        return 1;
+    if (s == HC_E_UNSUPPORTED && !d->is_cpu && !(cost >= 0)) {
+        printf("conf %-28s %s: unsupported\n", d->name, what);
+        return 0;
+    }
+    conf_fail(d, "%s: status %d (%s)%s", what, (int)s, plugin_error(d),
+              s == HC_E_UNSUPPORTED ? (d->is_cpu ? " - the CPU plugin must support every case"
+                                                 : " - but op_cost said it could")
+                                    : "");
+    return 0;
+}
+
+/* op_cost for a matrix op, checked to be a number. */
+static double query_cost(const conf_dev *d, int op, hc_type t, int64_t rows, int64_t cols,
+                         int64_t n)
+{
+    if (!HC_OPS_HAS(d->ops, op_cost))
+        return COST_UNKNOWN;
+    double c = d->ops->op_cost(d->dev, op, t, rows, cols, n);
+    if (isnan(c))
+        conf_fail(d, "op_cost(op %d, %s, %lldx%lld, n %lld) is nan", op, type_name(t),
+                  (long long)rows, (long long)cols, (long long)n);
+    return c;
+}
+
+/* ---- random data ------------------------------------------------------------ */
+
+typedef struct conf_rng {
+    uint64_t s;
+} conf_rng;
+
+static conf_rng rng_seed(uint64_t seed)
+{
+    conf_rng r = {seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull};
+    if (!r.s)
+        r.s = 1;
+    return r;
+}
+
+static uint64_t rng_next(conf_rng *r)
+{
+    r->s ^= r->s << 13;
+    r->s ^= r->s >> 7;
+    r->s ^= r->s << 17;
+    return r->s;
+}
+
+/* Uniform in [-1, 1). */
+static float rng_unit(conf_rng *r)
+{
+    return (float)((double)(rng_next(r) >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static void fill_uniform(conf_rng *r, float *x, size_t n, float scale)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = rng_unit(r) * scale;
+}
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    ck_assert_msg(p != NULL, "out of host memory (%zu bytes)", bytes);
+    return p;
+}
+
+/* Random weights in type t: uniform rows, encoded by the reference. */
+static void *make_weights(hc_type t, int64_t rows, int64_t cols, uint64_t seed, uint64_t *bytes)
+{
+    uint64_t row_bytes = hc_type_row_size(t, cols);
+    uint8_t *w = xmalloc((size_t)(row_bytes * (uint64_t)rows));
+    float *src = xmalloc((size_t)cols * sizeof(float));
+    conf_rng r = rng_seed(seed);
+    for (int64_t i = 0; i < rows; i++) {
+        fill_uniform(&r, src, (size_t)cols, 1.0f);
+        hc_ref_quantize_row(t, src, w + (uint64_t)i * row_bytes, cols);
+    }
+    free(src);
+    *bytes = row_bytes * (uint64_t)rows;
+    return w;
+}
+
+/* ---- guarded device buffers -------------------------------------------- */
+
+/* Bytes of guard before and after the data.  256 keeps the data offset
+ * aligned for any device; the guard after starts right at the data's end. */
+#define GUARD 256
+
+typedef struct dbuf {
+    conf_dev *d;
+    hc_buffer *buf;
+    uint64_t bytes;
+} dbuf;
+
+static uint8_t guard_byte(uint64_t i)
+{
+    return (uint8_t)(0xa5u ^ (i * 37u));
+}
+
+static hc_ref dref(const dbuf *b)
+{
+    return (hc_ref){b->buf, GUARD};
+}
+
+static int dbuf_put(dbuf *b, uint64_t off, const void *src, uint64_t n)
+{
+    conf_dev *d = b->d;
+    if (n == 0)
+        return 0;
+    CONF_CALL(d, d->ops->upload(d->st, (hc_ref){b->buf, GUARD + off}, src, n));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    return 0;
+out:
+    return -1;
+}
+
+static int dbuf_get(dbuf *b, void *dst, uint64_t off, uint64_t n)
+{
+    conf_dev *d = b->d;
+    if (n == 0)
+        return 0;
+    CONF_CALL(d, d->ops->download(d->st, dst, (hc_ref){b->buf, GUARD + off}, n));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    return 0;
+out:
+    return -1;
+}
+
+/* A buffer of `bytes` data bytes between two guards, holding `data` (if
+ * not NULL).  Returns 0, -1 on failure (recorded), 1 when the device's
+ * max_buffer is too small for it (the caller skips the case). */
+static int dbuf_new(conf_dev *d, dbuf *b, uint64_t bytes, const void *data)
+{
+    uint8_t guard[GUARD];
+    b->d = d;
+    b->buf = NULL;
+    b->bytes = bytes;
+    if (d->info.max_buffer && bytes + 2 * GUARD > d->info.max_buffer)
+        return 1;
+    CONF_CALL(d, d->ops->buffer_alloc(d->dev, bytes + 2 * GUARD, &b->buf));
+    for (uint64_t i = 0; i < GUARD; i++)
+        guard[i] = guard_byte(i);
+    CONF_CALL(d, d->ops->upload(d->st, (hc_ref){b->buf, 0}, guard, GUARD));
+    for (uint64_t i = 0; i < GUARD; i++)
+        guard[i] = guard_byte(GUARD + i);
+    CONF_CALL(d, d->ops->upload(d->st, (hc_ref){b->buf, GUARD + bytes}, guard, GUARD));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (data && dbuf_put(b, 0, data, bytes) != 0)
+        goto out;
+    return 0;
+out:
+    return -1;
+}
+
+static void dbuf_free(dbuf *b)
+{
+    if (b->buf)
+        b->d->ops->buffer_free(b->buf);
+    b->buf = NULL;
+}
+
+/* Both guards unchanged?  Records a failure naming `what` if not. */
+static int dbuf_guards_ok(dbuf *b, const char *case_name, const char *what)
+{
+    uint8_t got[GUARD];
+    conf_dev *d = b->d;
+    for (int side = 0; side < 2; side++) {
+        uint64_t at = side ? GUARD + b->bytes : 0;
+        CONF_CALL(d, d->ops->download(d->st, got, (hc_ref){b->buf, at}, GUARD));
+        CONF_CALL(d, d->ops->stream_sync(d->st));
+        for (uint64_t i = 0; i < GUARD; i++)
+            if (got[i] != guard_byte(side * GUARD + i)) {
+                conf_fail(d, "%s: guard %s %s overwritten at byte %llu", case_name,
+                          side ? "after" : "before", what, (unsigned long long)i);
+                return 0;
+            }
+    }
+    return 1;
+out:
+    return 0;
+}
+
+/* Guards intact and the data still equal to `data` (an input the op must
+ * only read). */
+static int dbuf_input_ok(dbuf *b, const void *data, const char *case_name, const char *what)
+{
+    int ok = dbuf_guards_ok(b, case_name, what);
+    if (!ok || b->bytes == 0)
+        return ok;
+    uint8_t *now = xmalloc((size_t)b->bytes);
+    if (dbuf_get(b, now, 0, b->bytes) != 0) {
+        ok = 0;
+    } else if (memcmp(now, data, (size_t)b->bytes) != 0) {
+        conf_fail(b->d, "%s: input %s was modified", case_name, what);
+        ok = 0;
+    }
+    free(now);
+    return ok;
+}
+
+/* ---- comparison and reporting ------------------------------------------ */
+
+typedef struct conf_err {
+    double nmse, max;
+} conf_err;
+
+/* Over n pairs; nan/inf in got counts as infinite error.  `energy` (may be
+ * NULL: use want^2) is each output's normalizer, see conf_bound. */
+static conf_err compare_energy(const float *got, const double *want, const double *energy,
+                               size_t n)
+{
+    double se = 0, ss = 0, maxe = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)got[i] - want[i];
+        if (!isfinite(got[i]))
+            e = INFINITY;
+        se += e * e;
+        ss += energy ? energy[i] : want[i] * want[i];
+        if (fabs(e) > maxe || isnan(e))
+            maxe = fabs(e);
+    }
+    conf_err r;
+    if (n == 0) {
+        r.nmse = r.max = 0;
+    } else if (ss == 0) {
+        r.nmse = se; /* nothing to normalize by: absolute */
+        r.max = maxe;
+    } else {
+        r.nmse = se / ss;
+        r.max = maxe / sqrt(ss / (double)n);
+    }
+    return r;
+}
+
+static conf_err compare(const float *got, const double *want, size_t n)
+{
+    return compare_energy(got, want, NULL, n);
+}
+
+/* Energy of a dot-product output: sum_c (W[r][c] x[t][c])^2 for every
+ * token t and row r (only the rows in idx when idx is not NULL; others 0).
+ * n x rows doubles. */
+static double *dot_energy(hc_type t, const void *w, int64_t rows, int64_t cols, const float *x,
+                          int64_t n, const int32_t *idx, int64_t n_idx)
+{
+    uint64_t row_bytes = hc_type_row_size(t, cols);
+    double *e = calloc((size_t)(n * rows) + 1, sizeof(double));
+    float *row = xmalloc((size_t)cols * sizeof(float));
+    ck_assert(e != NULL);
+    int64_t count = idx ? n_idx : rows;
+    for (int64_t k = 0; k < count; k++) {
+        int64_t r = idx ? idx[k] : k;
+        hc_ref_dequantize_row(t, (const uint8_t *)w + (uint64_t)r * row_bytes, row, cols);
+        for (int64_t tok = 0; tok < n; tok++) {
+            double s = 0;
+            for (int64_t c = 0; c < cols; c++) {
+                double p = (double)row[c] * x[tok * cols + c];
+                s += p * p;
+            }
+            e[tok * rows + r] = s;
+        }
+    }
+    free(row);
+    return e;
+}
+
+/* The same for axpy_rows: sum_k (h[t][idx[k]] * Wt[idx[k]][c])^2, n x cols. */
+static double *axpy_energy(hc_type t, const void *wt, int64_t rows, int64_t cols, const float *h,
+                           int64_t n, const int32_t *idx, int64_t n_idx)
+{
+    uint64_t row_bytes = hc_type_row_size(t, cols);
+    double *e = calloc((size_t)(n * cols) + 1, sizeof(double));
+    float *row = xmalloc((size_t)cols * sizeof(float));
+    ck_assert(e != NULL);
+    for (int64_t k = 0; k < n_idx; k++) {
+        hc_ref_dequantize_row(t, (const uint8_t *)wt + (uint64_t)idx[k] * row_bytes, row, cols);
+        for (int64_t tok = 0; tok < n; tok++) {
+            double hv = h[tok * rows + idx[k]];
+            for (int64_t c = 0; c < cols; c++)
+                e[tok * cols + c] += (hv * row[c]) * (hv * row[c]);
+        }
+    }
+    free(row);
+    return e;
+}
+
+/* Print the summary line, record the worst NMSE, and fail if out of bounds. */
+static void report(const conf_dev *d, const char *op, int slot, const char *what, conf_err e,
+                   conf_bound b)
+{
+    int ok = e.nmse <= b.nmse && e.max <= b.max;
+    printf("conf %-28s %-11s %-44s nmse %.2e (<= %.0e) max %.2e (<= %.0e)%s\n", d->name, op,
+           what, e.nmse, b.nmse, e.max, b.max, ok ? "" : "  <-- FAIL");
+    fflush(stdout);
+    if (g_worst_what[slot][0] == 0 || e.nmse > g_worst[slot] || isnan(e.nmse)) {
+        g_worst[slot] = e.nmse;
+        snprintf(g_worst_what[slot], sizeof g_worst_what[slot], "%s %s %s", d->name, op, what);
+    }
+    if (!ok)
+        conf_fail(d, "%s %s: nmse %.3g (bound %.0g), max %.3g (bound %.0g)", op, what, e.nmse,
+                  b.nmse, e.max, b.max);
+}
+
+static double *to_double(const float *x, size_t n)
+{
+    double *r = xmalloc(n * sizeof(double));
+    for (size_t i = 0; i < n; i++)
+        r[i] = x[i];
+    return r;
+}
+
+/* Outputs start as nan, so an element the op never writes shows up. */
+static void fill_nan(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = NAN;
+}
+
+/* ---- dense matmul -------------------------------------------------------- */
+
+typedef struct conf_shape {
+    int64_t rows, cols;
+    const int64_t *ns; /* token counts, terminated by 0 */
+} conf_shape;
+
+static const int64_t NS_SMALL[] = {1, 3, 17, 0};
+static const int64_t NS_MID[] = {1, 3, 17, 64, 0};
+static const int64_t NS_ONE[] = {1, 0};
+static const int64_t NS_ONE_17[] = {1, 17, 0};
+
+/* Odd shapes (F32/F16 only where cols is not a multiple of 32), the test
+ * models' shapes (stories260K: dim 64, ffn 172, vocab 512), a batch path,
+ * and 7B-sized rows. */
+static const conf_shape MATMUL_SHAPES[] = {
+    {7, 33, NS_SMALL},    {1, 1, NS_SMALL},     {5, 3, NS_SMALL},     {7, 64, NS_SMALL},
+    {13, 96, NS_SMALL},   {3, 32, NS_SMALL},    {172, 64, NS_SMALL},  {64, 172, NS_SMALL},
+    {512, 64, NS_SMALL},  {64, 192, NS_SMALL},  {256, 512, NS_MID},   {4096, 4096, NS_ONE_17},
+    {4096, 11008, NS_ONE}, {11008, 4096, NS_ONE},
+};
+
+static void shape_name(char *buf, size_t len, hc_type t, int64_t rows, int64_t cols, int64_t n,
+                       const char *extra)
+{
+    snprintf(buf, len, "%-4s %5lldx%-5lld n=%-3lld%s%s", type_name(t), (long long)rows,
+             (long long)cols, (long long)n, extra && *extra ? " " : "", extra ? extra : "");
+}
+
+static void matmul_case(conf_dev *d, hc_type t, dbuf *w, const void *wq, int64_t rows,
+                        int64_t cols, int64_t n, uint64_t seed)
+{
+    char what[128];
+    dbuf x = {0}, y = {0};
+    size_t nx = (size_t)(n * cols), ny = (size_t)(n * rows);
+    float *hx = xmalloc(nx * sizeof(float));
+    float *hy = xmalloc(ny * sizeof(float));
+    float *want = xmalloc(ny * sizeof(float));
+    double *wantd = NULL, *energy = NULL;
+    conf_rng r = rng_seed(seed);
+
+    shape_name(what, sizeof what, t, rows, cols, n, NULL);
+    fill_uniform(&r, hx, nx, 1.0f);
+    fill_nan(hy, ny); /* an element the plugin never writes shows up as nan */
+    if (dbuf_new(d, &x, nx * 4, hx) != 0 || dbuf_new(d, &y, ny * 4, hy) != 0)
+        goto out;
+    double cost = query_cost(d, HC_OP_MATMUL, t, rows, cols, n);
+    hc_status s = d->ops->matmul(d->st, t, dref(w), rows, cols, dref(&x), n, dref(&y));
+    if (!op_accepted(d, s, cost, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (dbuf_get(&y, hy, 0, ny * 4) != 0)
+        goto out;
+    if (!dbuf_guards_ok(&y, what, "y") || !dbuf_input_ok(&x, hx, what, "x") ||
+        !dbuf_guards_ok(w, what, "w"))
+        goto out;
+    hc_ref_matmul(t, wq, rows, cols, hx, n, want);
+    wantd = to_double(want, ny);
+    energy = dot_energy(t, wq, rows, cols, hx, n, NULL, 0);
+    report(d, "matmul", worst_slot(t), what, compare_energy(hy, wantd, energy, ny),
+           bound_for_type(t));
+out:
+    free(energy);
+    dbuf_free(&x);
+    dbuf_free(&y);
+    free(hx);
+    free(hy);
+    free(want);
+    free(wantd);
+}
+
+START_TEST(test_matmul)
+{
+    conf_dev *d = &g_dev[_i];
+    g_fail = 0;
+    for (size_t si = 0; si < sizeof MATMUL_SHAPES / sizeof MATMUL_SHAPES[0]; si++) {
+        const conf_shape *sh = &MATMUL_SHAPES[si];
+        for (size_t ti = 0; ti < 4; ti++) {
+            hc_type t = ALL_TYPES[ti];
+            if (!type_fits(t, sh->cols))
+                continue;
+            uint64_t wbytes;
+            void *wq = make_weights(t, sh->rows, sh->cols, 1000 + si, &wbytes);
+            dbuf w = {0};
+            int rc = dbuf_new(d, &w, wbytes, wq);
+            if (rc == 1)
+                printf("conf %-28s matmul      %s %lldx%lld: skipped, over max_buffer\n",
+                       d->name, type_name(t), (long long)sh->rows, (long long)sh->cols);
+            for (const int64_t *n = sh->ns; rc == 0 && *n; n++)
+                matmul_case(d, t, &w, wq, sh->rows, sh->cols, *n, 77 * si + (uint64_t)*n);
+            if (rc == 0)
+                dbuf_input_ok(&w, wq, "matmul", "w");
+            dbuf_free(&w);
+            free(wq);
+        }
+    }
+    CONF_TEST_END();
+}
+END_TEST
+
+/* ---- row lists ----------------------------------------------------------- */
+
+typedef enum list_kind {
+    LIST_EMPTY,
+    LIST_ONE,   /* a middle row */
+    LIST_FIRST,
+    LIST_LAST,
+    LIST_P5,    /* 5% of rows, sorted */
+    LIST_P50,   /* 50%, sorted */
+    LIST_ALL,
+    LIST_UNSORTED, /* 30%, shuffled */
+    LIST_COUNT
+} list_kind;
+
+static const char *const LIST_NAMES[LIST_COUNT] = {"empty", "one",  "first", "last",
+                                                   "5%",    "50%",  "100%",  "unsorted"};
+
+/* Fills idx (room for rows entries) and returns the count. */
+static int64_t make_list(list_kind k, int64_t rows, uint64_t seed, int32_t *idx)
+{
+    conf_rng r = rng_seed(seed);
+    int64_t n = 0;
+    switch (k) {
+    case LIST_EMPTY: return 0;
+    case LIST_ONE: idx[0] = (int32_t)(rows / 2); return 1;
+    case LIST_FIRST: idx[0] = 0; return 1;
+    case LIST_LAST: idx[0] = (int32_t)(rows - 1); return 1;
+    case LIST_ALL:
+        for (int64_t i = 0; i < rows; i++)
+            idx[i] = (int32_t)i;
+        return rows;
+    case LIST_P5:
+    case LIST_P50:
+    case LIST_UNSORTED: {
+        /* Choose exactly m rows (m >= 1) by a partial Fisher-Yates shuffle. */
+        double frac = k == LIST_P5 ? 0.05 : k == LIST_P50 ? 0.5 : 0.3;
+        int64_t m = (int64_t)(frac * (double)rows + 0.5);
+        if (m < 1)
+            m = 1;
+        int32_t *all = xmalloc((size_t)rows * sizeof(int32_t));
+        for (int64_t i = 0; i < rows; i++)
+            all[i] = (int32_t)i;
+        for (int64_t i = 0; i < m; i++) {
+            int64_t j = i + (int64_t)(rng_next(&r) % (uint64_t)(rows - i));
+            int32_t tmp = all[i];
+            all[i] = all[j];
+            all[j] = tmp;
+        }
+        if (k != LIST_UNSORTED) { /* sort the chosen m: counting over a mask */
+            uint8_t *mask = calloc((size_t)rows, 1);
+            ck_assert(mask != NULL);
+            for (int64_t i = 0; i < m; i++)
+                mask[all[i]] = 1;
+            for (int64_t i = 0; i < rows; i++)
+                if (mask[i])
+                    idx[n++] = (int32_t)i;
+            free(mask);
+        } else {
+            memcpy(idx, all, (size_t)m * sizeof(int32_t));
+            n = m;
+        }
+        free(all);
+        return n;
+    }
+    case LIST_COUNT: break;
+    }
+    return 0;
+}
+
+/* The sparse shapes: rows = FFN width, cols = model width. */
+typedef struct sparse_shape {
+    int64_t rows, cols;
+    int full; /* 1: every list kind and n in {1, 3}; 0: n = 1 and a few lists */
+} sparse_shape;
+
+static const sparse_shape SPARSE_SHAPES[] = {
+    {7, 33, 1}, {5, 3, 1}, {13, 96, 1}, {172, 64, 1}, {688, 256, 1}, {11008, 4096, 0},
+};
+
+static int list_in_big_run(list_kind k)
+{
+    return k == LIST_P5 || k == LIST_P50 || k == LIST_UNSORTED || k == LIST_LAST;
+}
+
+/* matvec_rows: listed rows compared with the reference, the others must
+ * keep the random values y was prefilled with, bit for bit. */
+static void matvec_rows_case(conf_dev *d, hc_type t, dbuf *w, const void *wq, int64_t rows,
+                             int64_t cols, int64_t n, list_kind lk, uint64_t seed)
+{
+    char what[128];
+    dbuf x = {0}, y = {0}, di = {0};
+    size_t nx = (size_t)(n * cols), ny = (size_t)(n * rows);
+    float *hx = xmalloc(nx * sizeof(float));
+    float *pre = xmalloc(ny * sizeof(float));
+    float *hy = xmalloc(ny * sizeof(float));
+    float *want = xmalloc(ny * sizeof(float));
+    int32_t *idx = xmalloc((size_t)rows * sizeof(int32_t));
+    uint8_t *listed = calloc((size_t)rows, 1);
+    float *g_got = xmalloc(ny * sizeof(float));
+    double *g_want = xmalloc(ny * sizeof(double));
+    double *g_energy = xmalloc(ny * sizeof(double));
+    double *energy = NULL;
+    conf_rng r = rng_seed(seed);
+    ck_assert(listed != NULL);
+
+    int64_t n_idx = make_list(lk, rows, seed, idx);
+    shape_name(what, sizeof what, t, rows, cols, n, LIST_NAMES[lk]);
+    fill_uniform(&r, hx, nx, 1.0f);
+    fill_uniform(&r, pre, ny, 100.0f);
+    if (dbuf_new(d, &x, nx * 4, hx) != 0 || dbuf_new(d, &y, ny * 4, pre) != 0 ||
+        dbuf_new(d, &di, (uint64_t)n_idx * 4, idx) != 0)
+        goto out;
+    double cost = query_cost(d, HC_OP_MATVEC_ROWS, t, rows, cols, n);
+    hc_status s = d->ops->matvec_rows(d->st, t, dref(w), rows, cols, dref(&x), n, dref(&di),
+                                      n_idx, dref(&y));
+    if (!op_accepted(d, s, cost, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (dbuf_get(&y, hy, 0, ny * 4) != 0)
+        goto out;
+    if (!dbuf_guards_ok(&y, what, "y") || !dbuf_input_ok(&x, hx, what, "x") ||
+        !dbuf_input_ok(&di, idx, what, "idx") || !dbuf_guards_ok(w, what, "w"))
+        goto out;
+    memcpy(want, pre, ny * sizeof(float));
+    hc_ref_matvec_rows(t, wq, rows, cols, hx, n, idx, n_idx, want);
+    energy = dot_energy(t, wq, rows, cols, hx, n, idx, n_idx);
+    for (int64_t k = 0; k < n_idx; k++)
+        listed[idx[k]] = 1;
+    size_t m = 0;
+    for (int64_t tok = 0; tok < n; tok++)
+        for (int64_t row = 0; row < rows; row++) {
+            size_t i = (size_t)(tok * rows + row);
+            if (listed[row]) {
+                g_got[m] = hy[i];
+                g_energy[m] = energy[i];
+                g_want[m++] = want[i];
+            } else if (memcmp(&hy[i], &pre[i], sizeof(float)) != 0) {
+                conf_fail(d, "matvec_rows %s: unlisted row %lld (token %lld) changed: %g -> %g",
+                          what, (long long)row, (long long)tok, pre[i], hy[i]);
+                goto out;
+            }
+        }
+    report(d, "matvec_rows", worst_slot(t), what, compare_energy(g_got, g_want, g_energy, m),
+           bound_for_type(t));
+out:
+    free(g_energy);
+    free(energy);
+    dbuf_free(&x);
+    dbuf_free(&y);
+    dbuf_free(&di);
+    free(hx);
+    free(pre);
+    free(hy);
+    free(want);
+    free(idx);
+    free(listed);
+    free(g_got);
+    free(g_want);
+}
+
+/* axpy_rows: y (prefilled at random) gains the listed rows of Wt scaled by
+ * h; the error is measured on what was added.  Entries of h for unlisted
+ * rows are nan: a plugin that reads them (e.g. multiplies by a zero mask)
+ * poisons y.  An empty list must leave y bit-identical. */
+static void axpy_rows_case(conf_dev *d, hc_type t, dbuf *w, const void *wq, int64_t rows,
+                           int64_t cols, int64_t n, list_kind lk, uint64_t seed)
+{
+    char what[128];
+    dbuf h = {0}, y = {0}, di = {0};
+    size_t nh = (size_t)(n * rows), ny = (size_t)(n * cols);
+    float *hh = xmalloc(nh * sizeof(float));
+    float *pre = xmalloc(ny * sizeof(float));
+    float *hy = xmalloc(ny * sizeof(float));
+    float *want = xmalloc(ny * sizeof(float));
+    float *dgot = xmalloc(ny * sizeof(float));
+    double *dwant = xmalloc(ny * sizeof(double));
+    int32_t *idx = xmalloc((size_t)rows * sizeof(int32_t));
+    uint8_t *listed = calloc((size_t)rows, 1);
+    double *energy = NULL;
+    conf_rng r = rng_seed(seed);
+    ck_assert(listed != NULL);
+
+    int64_t n_idx = make_list(lk, rows, seed, idx);
+    shape_name(what, sizeof what, t, rows, cols, n, LIST_NAMES[lk]);
+    for (int64_t k = 0; k < n_idx; k++)
+        listed[idx[k]] = 1;
+    fill_uniform(&r, hh, nh, 1.0f);
+    for (int64_t tok = 0; tok < n; tok++)
+        for (int64_t row = 0; row < rows; row++)
+            if (!listed[row])
+                hh[tok * rows + row] = NAN;
+    fill_uniform(&r, pre, ny, 1.0f);
+    if (dbuf_new(d, &h, nh * 4, hh) != 0 || dbuf_new(d, &y, ny * 4, pre) != 0 ||
+        dbuf_new(d, &di, (uint64_t)n_idx * 4, idx) != 0)
+        goto out;
+    double cost = query_cost(d, HC_OP_AXPY_ROWS, t, rows, cols, n);
+    hc_status s = d->ops->axpy_rows(d->st, t, dref(w), rows, cols, dref(&h), n, dref(&di),
+                                    n_idx, dref(&y));
+    if (!op_accepted(d, s, cost, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (dbuf_get(&y, hy, 0, ny * 4) != 0)
+        goto out;
+    if (!dbuf_guards_ok(&y, what, "y") || !dbuf_input_ok(&h, hh, what, "h") ||
+        !dbuf_input_ok(&di, idx, what, "idx") || !dbuf_guards_ok(w, what, "wt"))
+        goto out;
+    if (n_idx == 0) {
+        if (memcmp(hy, pre, ny * sizeof(float)) != 0)
+            conf_fail(d, "axpy_rows %s: an empty list changed y", what);
+        else
+            printf("conf %-28s %-11s %-44s y bit-identical\n", d->name, "axpy_rows", what);
+        goto out;
+    }
+    memcpy(want, pre, ny * sizeof(float));
+    hc_ref_axpy_rows(t, wq, rows, cols, hh, n, idx, n_idx, want);
+    for (size_t i = 0; i < ny; i++) {
+        dgot[i] = (float)((double)hy[i] - (double)pre[i]);
+        if (!isfinite(hy[i]))
+            dgot[i] = hy[i];
+        dwant[i] = (double)want[i] - (double)pre[i];
+    }
+    energy = axpy_energy(t, wq, rows, cols, hh, n, idx, n_idx);
+    report(d, "axpy_rows", worst_slot(t), what, compare_energy(dgot, dwant, energy, ny),
+           bound_for_type(t));
+out:
+    free(energy);
+    dbuf_free(&h);
+    dbuf_free(&y);
+    dbuf_free(&di);
+    free(hh);
+    free(pre);
+    free(hy);
+    free(want);
+    free(dgot);
+    free(dwant);
+    free(idx);
+    free(listed);
+}
+
+typedef void (*sparse_case_fn)(conf_dev *, hc_type, dbuf *, const void *, int64_t, int64_t,
+                               int64_t, list_kind, uint64_t);
+
+static void run_sparse(conf_dev *d, sparse_case_fn fn, const char *op)
+{
+    for (size_t si = 0; si < sizeof SPARSE_SHAPES / sizeof SPARSE_SHAPES[0]; si++) {
+        const sparse_shape *sh = &SPARSE_SHAPES[si];
+        for (size_t ti = 0; ti < 4; ti++) {
+            hc_type t = ALL_TYPES[ti];
+            if (!type_fits(t, sh->cols))
+                continue;
+            uint64_t wbytes;
+            void *wq = make_weights(t, sh->rows, sh->cols, 2000 + si, &wbytes);
+            dbuf w = {0};
+            int rc = dbuf_new(d, &w, wbytes, wq);
+            if (rc == 1)
+                printf("conf %-28s %-11s %s %lldx%lld: skipped, over max_buffer\n", d->name,
+                       op, type_name(t), (long long)sh->rows, (long long)sh->cols);
+            for (int lk = 0; rc == 0 && lk < LIST_COUNT; lk++) {
+                if (!sh->full && !list_in_big_run((list_kind)lk))
+                    continue;
+                for (int64_t n = 1; n <= (sh->full ? 3 : 1); n += 2)
+                    fn(d, t, &w, wq, sh->rows, sh->cols, n, (list_kind)lk,
+                       31 * si + 7 * (uint64_t)lk + (uint64_t)n);
+            }
+            if (rc == 0)
+                dbuf_input_ok(&w, wq, op, "w");
+            dbuf_free(&w);
+            free(wq);
+        }
+    }
+}
+
+START_TEST(test_matvec_rows)
+{
+    g_fail = 0;
+    run_sparse(&g_dev[_i], matvec_rows_case, "matvec_rows");
+    CONF_TEST_END();
+}
+END_TEST
+
+START_TEST(test_axpy_rows)
+{
+    g_fail = 0;
+    run_sparse(&g_dev[_i], axpy_rows_case, "axpy_rows");
+    CONF_TEST_END();
+}
+END_TEST
+
+/* ---- layer ops ------------------------------------------------------------ */
+
+/* A layer op's output buffer compared with the reference; guards checked. */
+static void check_output(conf_dev *d, const char *op, const char *what, dbuf *y, size_t n,
+                         const float *want, conf_bound b)
+{
+    float *got = xmalloc(n * sizeof(float));
+    double *wantd = to_double(want, n);
+    if (dbuf_get(y, got, 0, n * 4) == 0 && dbuf_guards_ok(y, what, "output"))
+        report(d, op, WORST_LAYER, what, compare(got, wantd, n), b);
+    free(got);
+    free(wantd);
+}
+
+static void rmsnorm_case(conf_dev *d, int64_t n, int64_t dim, float eps, float xscale,
+                         uint64_t seed)
+{
+    char what[128];
+    dbuf x = {0}, w = {0}, y = {0};
+    size_t nx = (size_t)(n * dim);
+    float *hx = xmalloc(nx * sizeof(float)), *hw = xmalloc((size_t)dim * sizeof(float));
+    float *hy = xmalloc(nx * sizeof(float)), *want = xmalloc(nx * sizeof(float));
+    conf_rng r = rng_seed(seed);
+
+    snprintf(what, sizeof what, "n=%lld dim=%lld eps=%g |x|<%g", (long long)n, (long long)dim,
+             eps, xscale);
+    fill_uniform(&r, hx, nx, xscale);
+    for (int64_t i = 0; i < dim; i++)
+        hw[i] = 1.0f + 0.5f * rng_unit(&r);
+    fill_nan(hy, nx);
+    if (dbuf_new(d, &x, nx * 4, hx) != 0 || dbuf_new(d, &w, (uint64_t)dim * 4, hw) != 0 ||
+        dbuf_new(d, &y, nx * 4, hy) != 0)
+        goto out;
+    hc_status s = d->ops->rmsnorm(d->st, dref(&x), dref(&w), dref(&y), n, dim, eps);
+    if (!op_accepted(d, s, COST_UNKNOWN, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (!dbuf_input_ok(&x, hx, what, "x") || !dbuf_input_ok(&w, hw, what, "w"))
+        goto out;
+    hc_ref_rmsnorm(hx, hw, want, n, dim, eps);
+    check_output(d, "rmsnorm", what, &y, nx, want, BOUND_ELEMENTWISE);
+out:
+    dbuf_free(&x);
+    dbuf_free(&w);
+    dbuf_free(&y);
+    free(hx);
+    free(hw);
+    free(hy);
+    free(want);
+}
+
+START_TEST(test_rmsnorm)
+{
+    conf_dev *d = &g_dev[_i];
+    g_fail = 0;
+    if (!HC_OPS_HAS(d->ops, rmsnorm)) {
+        printf("conf %-28s rmsnorm: not provided\n", d->name);
+        return;
+    }
+    rmsnorm_case(d, 1, 64, 1e-5f, 1.0f, 1);
+    rmsnorm_case(d, 3, 64, 1e-6f, 3.0f, 2);
+    rmsnorm_case(d, 1, 7, 1e-5f, 1.0f, 3);
+    rmsnorm_case(d, 5, 4096, 1e-5f, 1.0f, 4);
+    rmsnorm_case(d, 2, 11008, 1e-6f, 0.1f, 5);
+    /* |x| ~ 1e-3: mean square ~ 3e-7 is below eps, so where eps goes shows. */
+    rmsnorm_case(d, 2, 64, 1e-5f, 1e-3f, 6);
+    CONF_TEST_END();
+}
+END_TEST
+
+typedef struct rope_shape {
+    int64_t n_tok, n_head, head_dim, n_rot;
+    int32_t pos0; /* positions pos0, pos0+1, ...; -1: an unsorted list */
+    float base, scale;
+} rope_shape;
+
+static const rope_shape ROPE_SHAPES[] = {
+    {1, 8, 8, 8, 0, 10000.0f, 1.0f},        /* stories260K's heads */
+    {1, 8, 64, 64, 7, 10000.0f, 1.0f},
+    {5, 8, 64, 64, 100, 10000.0f, 1.0f},
+    {5, 4, 128, 128, 4090, 10000.0f, 1.0f}, /* near 4096: float angle error */
+    {3, 8, 64, 32, 13, 10000.0f, 1.0f},     /* n_rot < head_dim */
+    {2, 3, 80, 20, 5, 1000000.0f, 0.25f},   /* partial, big base, scaled */
+    {3, 4, 64, 64, -1, 500000.0f, 1.0f},    /* positions out of order */
+};
+
+static void rope_case(conf_dev *d, const rope_shape *rs, int mode, uint64_t seed)
+{
+    char what[128];
+    dbuf x = {0}, p = {0};
+    size_t nx = (size_t)(rs->n_tok * rs->n_head * rs->head_dim);
+    float *hx = xmalloc(nx * sizeof(float)), *hy = xmalloc(nx * sizeof(float));
+    float *want = xmalloc(nx * sizeof(float));
+    int32_t *pos = xmalloc((size_t)rs->n_tok * sizeof(int32_t));
+    conf_rng r = rng_seed(seed);
+
+    for (int64_t t = 0; t < rs->n_tok; t++)
+        pos[t] = rs->pos0 >= 0 ? rs->pos0 + (int32_t)t : (int32_t)((t * 37 + 11) % 50);
+    snprintf(what, sizeof what, "%s tok=%lld %lldx%lld rot=%lld pos=%d.. base=%g scale=%g",
+             mode == HC_ROPE_NEOX ? "neox" : "norm", (long long)rs->n_tok,
+             (long long)rs->n_head, (long long)rs->head_dim, (long long)rs->n_rot, pos[0],
+             rs->base, rs->scale);
+    fill_uniform(&r, hx, nx, 1.0f);
+    if (dbuf_new(d, &x, nx * 4, hx) != 0 || dbuf_new(d, &p, (uint64_t)rs->n_tok * 4, pos) != 0)
+        goto out;
+    hc_status s = d->ops->rope(d->st, dref(&x), rs->n_tok, rs->n_head, rs->head_dim, rs->n_rot,
+                               dref(&p), rs->base, rs->scale, mode);
+    if (!op_accepted(d, s, COST_UNKNOWN, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (!dbuf_input_ok(&p, pos, what, "pos") || dbuf_get(&x, hy, 0, nx * 4) != 0)
+        goto out;
+    /* Dims past n_rot are not rotated: they must come back bit-identical. */
+    for (size_t i = 0; i < nx; i++)
+        if ((int64_t)(i % (size_t)rs->head_dim) >= rs->n_rot &&
+            memcmp(&hy[i], &hx[i], sizeof(float)) != 0) {
+            conf_fail(d, "rope %s: unrotated element %zu changed", what, i);
+            goto out;
+        }
+    memcpy(want, hx, nx * sizeof(float));
+    hc_ref_rope(want, rs->n_tok, rs->n_head, rs->head_dim, rs->n_rot, pos, rs->base, rs->scale,
+                mode);
+    check_output(d, "rope", what, &x, nx, want, BOUND_ROPE);
+out:
+    dbuf_free(&x);
+    dbuf_free(&p);
+    free(hx);
+    free(hy);
+    free(want);
+    free(pos);
+}
+
+START_TEST(test_rope)
+{
+    conf_dev *d = &g_dev[_i];
+    g_fail = 0;
+    if (!HC_OPS_HAS(d->ops, rope)) {
+        printf("conf %-28s rope: not provided\n", d->name);
+        return;
+    }
+    for (size_t i = 0; i < sizeof ROPE_SHAPES / sizeof ROPE_SHAPES[0]; i++) {
+        rope_case(d, &ROPE_SHAPES[i], HC_ROPE_NORM, 10 + i);
+        rope_case(d, &ROPE_SHAPES[i], HC_ROPE_NEOX, 40 + i);
+    }
+    CONF_TEST_END();
+}
+END_TEST
+
+typedef struct attn_shape {
+    int64_t n_tok, n_head, n_head_kv, head_dim;
+    int32_t pos0; /* token t is at pos0 + t */
+} attn_shape;
+
+static const attn_shape ATTN_SHAPES[] = {
+    {1, 8, 4, 64, 0},  {1, 8, 4, 64, 1},   {1, 8, 4, 64, 16},  {1, 8, 4, 64, 63},
+    {1, 8, 4, 64, 199}, {5, 8, 4, 64, 0},  {5, 8, 4, 64, 37},  {5, 8, 4, 64, 195},
+    {1, 8, 4, 8, 20},  {5, 8, 8, 16, 30},  {1, 32, 8, 128, 100}, {5, 4, 1, 64, 3},
+};
+
+static void attention_case(conf_dev *d, const attn_shape *as, uint64_t seed)
+{
+    char what[128];
+    dbuf q = {0}, k = {0}, v = {0}, o = {0}, p = {0};
+    int64_t q_width = as->n_head * as->head_dim, kv_width = as->n_head_kv * as->head_dim;
+    int64_t n_ctx = as->pos0 + as->n_tok; /* positions the tokens may see */
+    int64_t n_kv = n_ctx + 3;            /* plus rows past the end, all nan */
+    size_t nq = (size_t)(as->n_tok * q_width), nkv = (size_t)(n_kv * kv_width);
+    float *hq = xmalloc(nq * sizeof(float)), *ho = xmalloc(nq * sizeof(float));
+    float *want = xmalloc(nq * sizeof(float));
+    float *hk = xmalloc(nkv * sizeof(float)), *hv = xmalloc(nkv * sizeof(float));
+    int32_t *pos = xmalloc((size_t)as->n_tok * sizeof(int32_t));
+    float scale = 1.0f / sqrtf((float)as->head_dim);
+    conf_rng r = rng_seed(seed);
+
+    for (int64_t t = 0; t < as->n_tok; t++)
+        pos[t] = as->pos0 + (int32_t)t;
+    snprintf(what, sizeof what, "tok=%lld heads=%lld/%lld hd=%lld pos=%d..%d",
+             (long long)as->n_tok, (long long)as->n_head, (long long)as->n_head_kv,
+             (long long)as->head_dim, pos[0], pos[as->n_tok - 1]);
+    fill_uniform(&r, hq, nq, 3.0f); /* peaky enough softmaxes */
+    fill_uniform(&r, hk, nkv, 1.0f);
+    fill_uniform(&r, hv, nkv, 1.0f);
+    fill_nan(hk + n_ctx * kv_width, (size_t)(3 * kv_width));
+    fill_nan(hv + n_ctx * kv_width, (size_t)(3 * kv_width));
+    fill_nan(ho, nq);
+    if (dbuf_new(d, &q, nq * 4, hq) != 0 || dbuf_new(d, &k, nkv * 4, hk) != 0 ||
+        dbuf_new(d, &v, nkv * 4, hv) != 0 || dbuf_new(d, &o, nq * 4, ho) != 0 ||
+        dbuf_new(d, &p, (uint64_t)as->n_tok * 4, pos) != 0)
+        goto out;
+    hc_status s = d->ops->attention(d->st, dref(&q), dref(&k), dref(&v), dref(&o), as->n_tok,
+                                    dref(&p), as->n_head, as->n_head_kv, as->head_dim, scale);
+    if (!op_accepted(d, s, COST_UNKNOWN, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (!dbuf_input_ok(&q, hq, what, "q") || !dbuf_input_ok(&k, hk, what, "k") ||
+        !dbuf_input_ok(&v, hv, what, "v") || !dbuf_input_ok(&p, pos, what, "pos"))
+        goto out;
+    hc_ref_attention(hq, hk, hv, want, as->n_tok, pos, as->n_head, as->n_head_kv, as->head_dim,
+                     scale);
+    check_output(d, "attention", what, &o, nq, want, BOUND_ATTENTION);
+out:
+    dbuf_free(&q);
+    dbuf_free(&k);
+    dbuf_free(&v);
+    dbuf_free(&o);
+    dbuf_free(&p);
+    free(hq);
+    free(ho);
+    free(want);
+    free(hk);
+    free(hv);
+    free(pos);
+}
+
+START_TEST(test_attention)
+{
+    conf_dev *d = &g_dev[_i];
+    g_fail = 0;
+    if (!HC_OPS_HAS(d->ops, attention)) {
+        printf("conf %-28s attention: not provided\n", d->name);
+        return;
+    }
+    for (size_t i = 0; i < sizeof ATTN_SHAPES / sizeof ATTN_SHAPES[0]; i++)
+        attention_case(d, &ATTN_SHAPES[i], 100 + i);
+    CONF_TEST_END();
+}
+END_TEST
+
+/* Element-wise ops: kind 0 unary, 1 binary, 2 glu. */
+static void elementwise_case(conf_dev *d, int kind, int op, int64_t n, float param,
+                             uint64_t seed)
+{
+    static const char *const UNARY[] = {"relu_shift", "silu", "scale"};
+    static const char *const BINARY[] = {"add", "mul"};
+    static const char *const GLU[] = {"silu", "relu", "relu_both"};
+    char what[128];
+    dbuf a = {0}, b = {0}, y = {0};
+    float *ha = xmalloc((size_t)n * sizeof(float)), *hb = xmalloc((size_t)n * sizeof(float));
+    float *hy = xmalloc((size_t)n * sizeof(float)), *want = xmalloc((size_t)n * sizeof(float));
+    conf_rng r = rng_seed(seed);
+    const char *opname = kind == 0 ? "unary" : kind == 1 ? "binary" : "glu";
+    hc_status s;
+
+    snprintf(what, sizeof what, "%s n=%lld p=%g",
+             kind == 0 ? UNARY[op] : kind == 1 ? BINARY[op] : GLU[op], (long long)n, param);
+    fill_uniform(&r, ha, (size_t)n, 6.0f); /* silu's curve, relu's kink */
+    fill_uniform(&r, hb, (size_t)n, 2.0f);
+    fill_nan(hy, (size_t)n);
+    if (dbuf_new(d, &a, (uint64_t)n * 4, ha) != 0 || dbuf_new(d, &b, (uint64_t)n * 4, hb) != 0 ||
+        dbuf_new(d, &y, (uint64_t)n * 4, hy) != 0)
+        goto out;
+    if (kind == 0)
+        s = d->ops->unary(d->st, op, dref(&a), dref(&y), n, param);
+    else if (kind == 1)
+        s = d->ops->binary(d->st, op, dref(&a), dref(&b), dref(&y), n);
+    else
+        s = d->ops->glu(d->st, op, dref(&a), dref(&b), dref(&y), n, param);
+    if (!op_accepted(d, s, COST_UNKNOWN, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (!dbuf_input_ok(&a, ha, what, "a") || !dbuf_input_ok(&b, hb, what, "b"))
+        goto out;
+    if (kind == 0)
+        hc_ref_unary(op, ha, want, n, param);
+    else if (kind == 1)
+        hc_ref_binary(op, ha, hb, want, n);
+    else
+        hc_ref_glu(op, ha, hb, want, n, param);
+    check_output(d, opname, what, &y, (size_t)n, want, BOUND_ELEMENTWISE);
+out:
+    dbuf_free(&a);
+    dbuf_free(&b);
+    dbuf_free(&y);
+    free(ha);
+    free(hb);
+    free(hy);
+    free(want);
+}
+
+static const int64_t ELEMENTWISE_NS[] = {1, 7, 4096, 11008};
+
+START_TEST(test_elementwise)
+{
+    conf_dev *d = &g_dev[_i];
+    g_fail = 0;
+    uint64_t seed = 500;
+    for (size_t ni = 0; ni < 4; ni++) {
+        int64_t n = ELEMENTWISE_NS[ni];
+        if (HC_OPS_HAS(d->ops, unary)) {
+            elementwise_case(d, 0, HC_UNARY_RELU_SHIFT, n, 0.0f, seed++);
+            elementwise_case(d, 0, HC_UNARY_RELU_SHIFT, n, 0.37f, seed++);
+            elementwise_case(d, 0, HC_UNARY_SILU, n, 0.0f, seed++);
+            elementwise_case(d, 0, HC_UNARY_SCALE, n, -1.75f, seed++);
+        }
+        if (HC_OPS_HAS(d->ops, binary)) {
+            elementwise_case(d, 1, HC_BINARY_ADD, n, 0.0f, seed++);
+            elementwise_case(d, 1, HC_BINARY_MUL, n, 0.0f, seed++);
+        }
+        if (HC_OPS_HAS(d->ops, glu)) {
+            elementwise_case(d, 2, HC_GLU_SILU, n, 0.0f, seed++);
+            elementwise_case(d, 2, HC_GLU_RELU, n, 0.0f, seed++);
+            elementwise_case(d, 2, HC_GLU_RELU, n, 0.25f, seed++);
+            elementwise_case(d, 2, HC_GLU_RELU_BOTH, n, 0.0f, seed++);
+            elementwise_case(d, 2, HC_GLU_RELU_BOTH, n, -0.3f, seed++);
+        }
+    }
+    if (!HC_OPS_HAS(d->ops, unary) || !HC_OPS_HAS(d->ops, binary) || !HC_OPS_HAS(d->ops, glu))
+        printf("conf %-28s unary/binary/glu: some not provided\n", d->name);
+    CONF_TEST_END();
+}
+END_TEST
+
+/* ---- transfers, copy, host pointers --------------------------------------- */
+
+START_TEST(test_transfers)
+{
+    conf_dev *d = &g_dev[_i];
+    enum { N = 1000 };
+    uint8_t src[N], got[N];
+    dbuf a = {0}, b = {0};
+    conf_rng r = rng_seed(9);
+    g_fail = 0;
+    for (int i = 0; i < N; i++)
+        src[i] = (uint8_t)rng_next(&r);
+    if (dbuf_new(d, &a, N, NULL) != 0 || dbuf_new(d, &b, N, NULL) != 0)
+        goto out;
+    /* Unaligned offsets and lengths. */
+    if (dbuf_put(&a, 0, src, N) != 0 || dbuf_put(&a, 3, src + 500, 7) != 0)
+        goto out;
+    if (dbuf_get(&a, got, 0, N) != 0)
+        goto out;
+    if (memcmp(got, src, 3) != 0 || memcmp(got + 3, src + 500, 7) != 0 ||
+        memcmp(got + 10, src + 10, N - 10) != 0)
+        conf_fail(d, "upload/download round trip differs");
+    if (dbuf_get(&a, got, 5, 11) != 0)
+        goto out;
+    if (memcmp(got, src + 500 + 2, 5) != 0 || memcmp(got + 5, src + 10, 6) != 0)
+        conf_fail(d, "download at an odd offset differs");
+    dbuf_guards_ok(&a, "transfers", "a");
+    if (HC_OPS_HAS(d->ops, copy)) {
+        if (dbuf_put(&b, 0, src, N) != 0)
+            goto out;
+        CONF_CALL(d, d->ops->copy(d->st, (hc_ref){b.buf, GUARD + 1}, (hc_ref){a.buf, GUARD + 100},
+                                  333));
+        CONF_CALL(d, d->ops->stream_sync(d->st));
+        if (dbuf_get(&b, got, 0, N) != 0)
+            goto out;
+        uint8_t want[N];
+        memcpy(want, src, N);
+        uint8_t a_now[N];
+        if (dbuf_get(&a, a_now, 0, N) != 0)
+            goto out;
+        memcpy(want + 1, a_now + 100, 333);
+        if (memcmp(got, want, N) != 0)
+            conf_fail(d, "copy moved the wrong bytes");
+        dbuf_guards_ok(&b, "copy", "dst");
+        dbuf_guards_ok(&a, "copy", "src");
+        printf("conf %-28s copy: ok\n", d->name);
+    }
+    if ((d->info.caps & HC_CAP_HOST_MAPPED) && !HC_OPS_HAS(d->ops, buffer_host_ptr))
+        conf_fail(d, "HC_CAP_HOST_MAPPED without buffer_host_ptr");
+    if (HC_OPS_HAS(d->ops, buffer_host_ptr)) {
+        uint8_t *hp = d->ops->buffer_host_ptr(a.buf);
+        if (!hp && (d->info.caps & HC_CAP_HOST_MAPPED))
+            conf_fail(d, "HC_CAP_HOST_MAPPED but buffer_host_ptr returned NULL");
+        if (hp && dbuf_get(&a, got, 0, N) == 0 && memcmp(hp + GUARD, got, N) != 0)
+            conf_fail(d, "buffer_host_ptr does not show the buffer's bytes");
+    }
+    printf("conf %-28s upload/download: ok\n", d->name);
+out:
+    dbuf_free(&a);
+    dbuf_free(&b);
+    CONF_TEST_END();
+}
+END_TEST
+
+/* buffer_wrap_host: weights in host memory used in place by a matmul. */
+START_TEST(test_wrap_host)
+{
+    conf_dev *d = &g_dev[_i];
+    const int64_t rows = 40, cols = 256;
+    hc_buffer *wb = NULL;
+    dbuf x = {0}, y = {0};
+    uint8_t *host = NULL;
+    g_fail = 0;
+    if (!HC_OPS_HAS(d->ops, buffer_wrap_host)) {
+        printf("conf %-28s buffer_wrap_host: not provided\n", d->name);
+        return;
+    }
+    uint64_t wbytes;
+    void *wq = make_weights(HC_TYPE_Q8_0, rows, cols, 77, &wbytes);
+    size_t alloc = (size_t)((wbytes + 4095) / 4096 * 4096);
+    host = aligned_alloc(4096, alloc);
+    ck_assert(host != NULL);
+    memset(host, 0, alloc);
+    memcpy(host, wq, (size_t)wbytes);
+    float hx[256], hy[40], want[40];
+    double wantd[40];
+    conf_rng r = rng_seed(3);
+    fill_uniform(&r, hx, 256, 1.0f);
+    hc_status s = d->ops->buffer_wrap_host(d->dev, host, alloc, &wb);
+    if (s == HC_E_UNSUPPORTED && !(d->info.caps & HC_CAP_WRAP_HOST)) {
+        printf("conf %-28s buffer_wrap_host: unsupported here\n", d->name);
+        goto out;
+    }
+    if (s != HC_OK) {
+        conf_fail(d, "buffer_wrap_host: status %d (%s)", (int)s, plugin_error(d));
+        goto out;
+    }
+    if (dbuf_new(d, &x, sizeof hx, hx) != 0 || dbuf_new(d, &y, sizeof hy, NULL) != 0)
+        goto out;
+    CONF_CALL(d, d->ops->matmul(d->st, HC_TYPE_Q8_0, (hc_ref){wb, 0}, rows, cols, dref(&x), 1,
+                                dref(&y)));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (dbuf_get(&y, hy, 0, sizeof hy) != 0)
+        goto out;
+    hc_ref_matmul(HC_TYPE_Q8_0, wq, rows, cols, hx, 1, want);
+    for (int i = 0; i < 40; i++)
+        wantd[i] = want[i];
+    report(d, "matmul", worst_slot(HC_TYPE_Q8_0), "Q8_0 40x256 n=1 wrapped host weights",
+           compare(hy, wantd, 40), bound_for_type(HC_TYPE_Q8_0));
+    dbuf_guards_ok(&y, "wrap_host", "y");
+out:
+    if (wb)
+        d->ops->buffer_free(wb);
+    dbuf_free(&x);
+    dbuf_free(&y);
+    free(host);
+    free(wq);
+    CONF_TEST_END();
+}
+END_TEST
+
+/* ---- bad arguments -------------------------------------------------------- */
+
+/* A call that must be refused: any status but HC_OK (and no crash). */
+static void expect_refused(conf_dev *d, hc_status s, const char *what)
+{
+    if (s == HC_OK) {
+        d->ops->stream_sync(d->st);
+        conf_fail(d, "%s was accepted; it must return an error", what);
+    } else {
+        printf("conf %-28s refused %-44s status %d (%s)\n", d->name, what, (int)s,
+               plugin_error(d));
+    }
+}
+
+START_TEST(test_bad_refs)
+{
+    conf_dev *d = &g_dev[_i];
+    const int64_t rows = 8, cols = 64;
+    dbuf w = {0}, x = {0}, y = {0}, di = {0};
+    float hx[64], hy[8], want[8];
+    double wantd[8];
+    int32_t idx[2] = {1, 5};
+    uint8_t junk[64] = {0};
+    uint64_t wbytes;
+    void *wq = make_weights(HC_TYPE_F32, rows, cols, 5, &wbytes);
+    conf_rng r = rng_seed(4);
+    g_fail = 0;
+    fill_uniform(&r, hx, 64, 1.0f);
+    if (dbuf_new(d, &w, wbytes, wq) != 0 || dbuf_new(d, &x, sizeof hx, hx) != 0 ||
+        dbuf_new(d, &y, sizeof hy, NULL) != 0 || dbuf_new(d, &di, sizeof idx, idx) != 0)
+        goto out;
+    /* Refs that leave their allocation (data + both guards): the guards are
+     * part of the buffer, so only running past the whole allocation is an
+     * error the plugin can see. */
+    hc_ref past = {y.buf, y.bytes + 2 * GUARD + 4096};
+    hc_ref tail = {y.buf, y.bytes + 2 * GUARD - 8};   /* 8 bytes left */
+    hc_ref w_short = {w.buf, 2 * GUARD + 4};         /* w's last 4 bytes outside */
+    hc_ref x_short = {x.buf, 2 * GUARD + 4};         /* x's last 4 bytes outside */
+    hc_ref idx_tail = {di.buf, di.bytes + 2 * GUARD - 4}; /* room for 1 entry */
+
+    expect_refused(d, d->ops->matmul(d->st, HC_TYPE_F32, dref(&w), rows, cols, dref(&x), 1, past),
+                   "matmul, y offset past the end");
+    expect_refused(d, d->ops->matmul(d->st, HC_TYPE_F32, dref(&w), rows, cols, dref(&x), 1, tail),
+                   "matmul, y running past the end");
+    expect_refused(d, d->ops->matmul(d->st, HC_TYPE_F32, w_short, rows, cols, dref(&x), 1,
+                                     dref(&y)),
+                   "matmul, w running past the end");
+    expect_refused(d, d->ops->matmul(d->st, HC_TYPE_F32, dref(&w), rows, cols, x_short, 1,
+                                     dref(&y)),
+                   "matmul, x running past the end");
+    expect_refused(d, d->ops->matmul(d->st, HC_TYPE_F32, dref(&w), rows, cols, dref(&x), 4,
+                                     dref(&y)),
+                   "matmul, n=4 runs x past the end");
+    expect_refused(d, d->ops->matmul(d->st, HC_TYPE_F32, dref(&w), rows, cols, dref(&x), 1,
+                                     (hc_ref){NULL, 0}),
+                   "matmul, NULL y buffer");
+    expect_refused(d, d->ops->matmul(d->st, HC_TYPE_F32, dref(&w), -1, cols, dref(&x), 1,
+                                     dref(&y)),
+                   "matmul, rows = -1");
+    expect_refused(d, d->ops->matmul(d->st, (hc_type)7, dref(&w), rows, cols, dref(&x), 1,
+                                     dref(&y)),
+                   "matmul, unknown type 7");
+    expect_refused(d, d->ops->matmul(d->st, HC_TYPE_Q8_0, dref(&w), rows, 48, dref(&x), 1,
+                                     dref(&y)),
+                   "matmul, Q8_0 with cols 48");
+    expect_refused(d, d->ops->matvec_rows(d->st, HC_TYPE_F32, dref(&w), rows, cols, dref(&x), 1,
+                                          idx_tail, 2, dref(&y)),
+                   "matvec_rows, idx running past the end");
+    expect_refused(d, d->ops->axpy_rows(d->st, HC_TYPE_F32, dref(&w), rows, cols, dref(&y), 1,
+                                        dref(&di), 2, past),
+                   "axpy_rows, y offset past the end");
+    expect_refused(d, d->ops->upload(d->st, past, junk, 4), "upload past the end");
+    expect_refused(d, d->ops->upload(d->st, tail, junk, 64), "upload running past the end");
+    expect_refused(d, d->ops->download(d->st, junk, tail, 64), "download running past the end");
+    if (HC_OPS_HAS(d->ops, copy))
+        expect_refused(d, d->ops->copy(d->st, dref(&y), tail, 64), "copy, source past the end");
+    if (HC_OPS_HAS(d->ops, unary))
+        expect_refused(d, d->ops->unary(d->st, 77, dref(&x), dref(&x), 8, 0.0f),
+                       "unary, unknown op 77");
+    if (HC_OPS_HAS(d->ops, binary))
+        expect_refused(d, d->ops->binary(d->st, 77, dref(&x), dref(&x), dref(&x), 8),
+                       "binary, unknown op 77");
+    if (HC_OPS_HAS(d->ops, glu))
+        expect_refused(d, d->ops->glu(d->st, 77, dref(&x), dref(&x), dref(&x), 8, 0.0f),
+                       "glu, unknown act 77");
+    if (HC_OPS_HAS(d->ops, rmsnorm))
+        expect_refused(d, d->ops->rmsnorm(d->st, dref(&x), idx_tail, dref(&x), 1, 64, 1e-5f),
+                       "rmsnorm, w running past the end");
+    if (HC_OPS_HAS(d->ops, rope))
+        expect_refused(d, d->ops->rope(d->st, dref(&x), 1, 2, 32, 32, past, 10000.0f, 1.0f,
+                                       HC_ROPE_NORM),
+                       "rope, pos offset past the end");
+
+    /* Nothing touched, and the stream still works. */
+    d->ops->stream_sync(d->st);
+    if (!dbuf_input_ok(&w, wq, "bad refs", "w") || !dbuf_input_ok(&x, hx, "bad refs", "x") ||
+        !dbuf_guards_ok(&y, "bad refs", "y") || !dbuf_input_ok(&di, idx, "bad refs", "idx"))
+        goto out;
+    CONF_CALL(d, d->ops->matmul(d->st, HC_TYPE_F32, dref(&w), rows, cols, dref(&x), 1, dref(&y)));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (dbuf_get(&y, hy, 0, sizeof hy) != 0)
+        goto out;
+    hc_ref_matmul(HC_TYPE_F32, wq, rows, cols, hx, 1, want);
+    for (int i = 0; i < 8; i++)
+        wantd[i] = want[i];
+    report(d, "matmul", worst_slot(HC_TYPE_F32), "F32 8x64 n=1 after refused calls",
+           compare(hy, wantd, 8), bound_for_type(HC_TYPE_F32));
+out:
+    dbuf_free(&w);
+    dbuf_free(&x);
+    dbuf_free(&y);
+    dbuf_free(&di);
+    free(wq);
+    CONF_TEST_END();
+}
+END_TEST
+
+/* ---- determinism ------------------------------------------------------------ */
+
+/* The ABI requires results independent of the thread count: run the same
+ * ops with 1, 2 and 3 threads (if the plugin has set_threads) and twice
+ * each, and demand identical bits. */
+START_TEST(test_determinism)
+{
+    conf_dev *d = &g_dev[_i];
+    const int64_t rows = 1024, cols = 512, n = 3;
+    dbuf w = {0}, x = {0}, y = {0}, h = {0}, ya = {0}, di = {0};
+    uint64_t wbytes;
+    void *wq = make_weights(HC_TYPE_Q4_0, rows, cols, 6, &wbytes);
+    float *hx = xmalloc((size_t)(n * cols) * 4), *hh = xmalloc((size_t)(n * rows) * 4);
+    float *first = xmalloc((size_t)(n * (rows + cols)) * 4);
+    float *now = xmalloc((size_t)(n * (rows + cols)) * 4);
+    int32_t *idx = xmalloc((size_t)rows * 4);
+    int64_t n_idx = make_list(LIST_UNSORTED, rows, 8, idx);
+    conf_rng r = rng_seed(8);
+    const int threads[] = {1, 2, 3, 2};
+    int n_runs = HC_OPS_HAS(d->ops, set_threads) ? 4 : 2;
+    g_fail = 0;
+    fill_uniform(&r, hx, (size_t)(n * cols), 1.0f);
+    fill_uniform(&r, hh, (size_t)(n * rows), 1.0f);
+    if (dbuf_new(d, &w, wbytes, wq) != 0 || dbuf_new(d, &x, (uint64_t)(n * cols) * 4, hx) != 0 ||
+        dbuf_new(d, &y, (uint64_t)(n * rows) * 4, NULL) != 0 ||
+        dbuf_new(d, &h, (uint64_t)(n * rows) * 4, hh) != 0 ||
+        dbuf_new(d, &ya, (uint64_t)(n * cols) * 4, NULL) != 0 ||
+        dbuf_new(d, &di, (uint64_t)n_idx * 4, idx) != 0)
+        goto out;
+    for (int run = 0; run < n_runs; run++) {
+        if (HC_OPS_HAS(d->ops, set_threads))
+            CONF_CALL(d, d->ops->set_threads(d->be->ctx, threads[run]));
+        memset(now, 0, (size_t)(n * (rows + cols)) * 4);
+        if (dbuf_put(&ya, 0, now, (uint64_t)(n * cols) * 4) != 0)
+            goto out;
+        CONF_CALL(d, d->ops->matmul(d->st, HC_TYPE_Q4_0, dref(&w), rows, cols, dref(&x), n,
+                                    dref(&y)));
+        CONF_CALL(d, d->ops->axpy_rows(d->st, HC_TYPE_Q4_0, dref(&w), rows, cols, dref(&h), n,
+                                       dref(&di), n_idx, dref(&ya)));
+        CONF_CALL(d, d->ops->stream_sync(d->st));
+        if (dbuf_get(&y, now, 0, (uint64_t)(n * rows) * 4) != 0 ||
+            dbuf_get(&ya, now + n * rows, 0, (uint64_t)(n * cols) * 4) != 0)
+            goto out;
+        if (run == 0)
+            memcpy(first, now, (size_t)(n * (rows + cols)) * 4);
+        else if (memcmp(first, now, (size_t)(n * (rows + cols)) * 4) != 0)
+            conf_fail(d, "results differ between runs (run %d, %d threads)", run,
+                      HC_OPS_HAS(d->ops, set_threads) ? threads[run] : 0);
+    }
+    printf("conf %-28s determinism: %d runs%s compared bit for bit\n", d->name, n_runs,
+           n_runs == 4 ? " (1, 2, 3, 2 threads)" : "");
+out:
+    if (HC_OPS_HAS(d->ops, set_threads))
+        d->ops->set_threads(d->be->ctx, HC_TEST_THREADS);
+    dbuf_free(&w);
+    dbuf_free(&x);
+    dbuf_free(&y);
+    dbuf_free(&h);
+    dbuf_free(&ya);
+    dbuf_free(&di);
+    free(wq);
+    free(hx);
+    free(hh);
+    free(first);
+    free(now);
+    free(idx);
+    CONF_TEST_END();
+}
+END_TEST
+
+/* ---- setup ------------------------------------------------------------------ */
+
+START_TEST(test_devices_found)
+{
+    const char *sel = getenv("HOTCOLD_PLUGINS");
+    for (int i = 0; i < g_reg.n_candidates; i++)
+        printf("conf candidate %s: state %d probe %d %s\n", g_reg.candidates[i].path,
+               g_reg.candidates[i].state, g_reg.candidates[i].probe, g_reg.candidates[i].reason);
+    ck_assert_msg(g_setup_error[0] == 0, "%s", g_setup_error);
+    ck_assert_msg(g_n_dev > 0, "no backend or device found (HOTCOLD_PLUGIN_PATH=%s, "
+                               "HOTCOLD_PLUGINS=%s): the CPU plugin must always be there",
+                  getenv("HOTCOLD_PLUGIN_PATH") ? getenv("HOTCOLD_PLUGIN_PATH") : "(unset)",
+                  sel ? sel : "(unset)");
+    int have_cpu = 0;
+    for (int i = 0; i < g_n_dev; i++) {
+        const hc_device_info *in = &g_dev[i].info;
+        printf("conf device %-28s \"%s\" kind %d caps 0x%x mem %llu MiB max_buffer %llu MiB\n",
+               g_dev[i].name, in->name, in->kind, in->caps,
+               (unsigned long long)(in->mem_total >> 20),
+               (unsigned long long)(in->max_buffer >> 20));
+        ck_assert_msg(in->name[0] != 0, "%s: empty device name", g_dev[i].name);
+        ck_assert_msg(in->max_buffer > 0, "%s: max_buffer is 0", g_dev[i].name);
+        have_cpu |= g_dev[i].is_cpu;
+    }
+    /* Unless a selection leaves it out, the CPU plugin is always there. */
+    if (!sel || strstr(sel, "cpu"))
+        ck_assert_msg(have_cpu, "no CPU device among the %d found", g_n_dev);
+}
+END_TEST
+
+static void open_devices(void)
+{
+    hc_loader_options opt = {0};
+    opt.plugin_path = getenv("HOTCOLD_PLUGIN_PATH");
+    opt.use_default_dirs = 0;
+    opt.n_threads = HC_TEST_THREADS;
+    if (hc_registry_load(&g_reg, &opt) != 0) {
+        snprintf(g_setup_error, sizeof g_setup_error, "hc_registry_load failed");
+        return;
+    }
+    for (int b = 0; b < g_reg.n_backends; b++) {
+        hc_backend *be = &g_reg.backends[b];
+        const hc_plugin_ops *ops = be->ops;
+        int count = ops->device_count(be->ctx);
+        for (int i = 0; i < count && g_n_dev < CONF_MAX_DEVS; i++) {
+            conf_dev *d = &g_dev[g_n_dev];
+            memset(d, 0, sizeof *d);
+            d->be = be;
+            d->ops = ops;
+            d->is_cpu = strcmp(be->family, "cpu") == 0;
+            snprintf(d->name, sizeof d->name, "%s%s%s:%d", be->family, be->variant[0] ? "-" : "",
+                     be->variant, i);
+            d->info.size = sizeof d->info;
+            hc_status s = ops->device_info(be->ctx, i, &d->info);
+            if (s == HC_OK)
+                s = ops->device_open(be->ctx, i, &d->dev);
+            if (s == HC_OK)
+                s = ops->stream_create(d->dev, &d->st);
+            if (s != HC_OK) {
+                snprintf(g_setup_error, sizeof g_setup_error, "%s: device setup failed: %d (%s)",
+                         d->name, (int)s, ops->last_error(be->ctx));
+                if (d->dev)
+                    ops->device_close(d->dev);
+                continue;
+            }
+            g_n_dev++;
+        }
+    }
+}
+
+static void close_devices(void)
+{
+    for (int i = 0; i < g_n_dev; i++) {
+        g_dev[i].ops->stream_destroy(g_dev[i].st);
+        g_dev[i].ops->device_close(g_dev[i].dev);
+    }
+    hc_registry_free(&g_reg);
+}
+
+static TCase *device_tcase(Suite *s, const char *name, const TTest *fn, int timeout)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_loop_test(tc, fn, 0, g_n_dev);
+    tcase_set_timeout(tc, timeout);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
+int main(void)
+{
+    open_devices();
+    Suite *s = suite_create("conformance");
+    TCase *tc = tcase_create("setup");
+    tcase_add_test(tc, test_devices_found);
+    suite_add_tcase(s, tc);
+    device_tcase(s, "transfers", test_transfers, 60);
+    device_tcase(s, "bad_refs", test_bad_refs, 60);
+    device_tcase(s, "matmul", test_matmul, 600);
+    device_tcase(s, "matvec_rows", test_matvec_rows, 600);
+    device_tcase(s, "axpy_rows", test_axpy_rows, 600);
+    device_tcase(s, "rmsnorm", test_rmsnorm, 60);
+    device_tcase(s, "rope", test_rope, 60);
+    device_tcase(s, "attention", test_attention, 120);
+    device_tcase(s, "elementwise", test_elementwise, 60);
+    device_tcase(s, "wrap_host", test_wrap_host, 60);
+    device_tcase(s, "determinism", test_determinism, 120);
+
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK); /* GPU contexts do not survive fork() */
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+
+    printf("conf worst NMSE per type:\n");
+    for (int i = 0; i < WORST_N; i++)
+        if (g_worst_what[i][0])
+            printf("conf   %-6s %.3e  (%s)\n", i < 4 ? type_name(ALL_TYPES[i]) : "layer",
+                   g_worst[i], g_worst_what[i]);
+    close_devices();
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,893 @@
+/*
+ * Plugin loader, engine device list and `hotcold devices`.
+ *
+ * The loader is driven against stub plugins (tests/stubs/stub_plugin.c built
+ * with different -D options into HC_STUB_DIR, see tests/loader.cmake); each
+ * stub breaks one rule, and the expected verdicts below come from the ABI
+ * rules, not from the loader.  Files the tests need beyond the stubs
+ * (garbage, copies, links) are made in a per-process scratch directory.
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hotcold/hotcold.h"
+#include "loader.h"
+#include "test_util.h"
+
+#define STUB(name) HC_STUB_DIR "/libhc-" name ".so"
+#define STUB_THREADS 3
+
+/* ---- fixture: a registry, captured log, clean environment ------------------ */
+
+static hc_registry reg;
+static char g_log[1 << 16];
+static size_t g_log_len;
+
+static void capture_log(void *user, int level, const char *msg)
+{
+    (void)user;
+    int n = snprintf(g_log + g_log_len, sizeof g_log - g_log_len, "%d %s\n", level, msg);
+    if (n > 0 && g_log_len + (size_t)n < sizeof g_log)
+        g_log_len += (size_t)n;
+}
+
+/* Is there a log line of this level containing both texts? */
+static int log_has(int level, const char *a, const char *b)
+{
+    char prefix[8];
+    snprintf(prefix, sizeof prefix, "%d ", level);
+    for (const char *line = g_log; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[2048];
+        snprintf(buf, sizeof buf, "%.*s", (int)len, line);
+        if (strncmp(buf, prefix, strlen(prefix)) == 0 && strstr(buf, a) && (!b || strstr(buf, b)))
+            return 1;
+        line = end ? end + 1 : line + len;
+    }
+    return 0;
+}
+
+static void setup(void)
+{
+    memset(&reg, 0, sizeof reg);
+    g_log[0] = 0;
+    g_log_len = 0;
+    hc_log_set_callback(capture_log, NULL);
+    unsetenv("HOTCOLD_PLUGINS");
+    mkdir(hc_test_tmpdir(), 0700); /* teardown removes it */
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void teardown(void)
+{
+    hc_registry_free(&reg);
+    hc_log_set_callback(NULL, NULL);
+    nftw(hc_test_tmpdir(), rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void load(const char *path, const char *select)
+{
+    hc_loader_options o = {.plugin_path = path, .select = select, .exe_dir = NULL,
+                           .use_default_dirs = 0, .n_threads = STUB_THREADS};
+    hc_registry_free(&reg);
+    ck_assert_int_eq(hc_registry_load(&reg, &o), 0);
+}
+
+static const char *base_of(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static int count_named(const char *base)
+{
+    int n = 0;
+    for (int i = 0; i < reg.n_candidates; i++)
+        n += strcmp(base_of(reg.candidates[i].path), base) == 0;
+    return n;
+}
+
+static const hc_plugin_candidate *cand(const char *base)
+{
+    for (int i = 0; i < reg.n_candidates; i++)
+        if (strcmp(base_of(reg.candidates[i].path), base) == 0)
+            return &reg.candidates[i];
+    return NULL;
+}
+
+static const char *state_str(int s)
+{
+    static const char *names[] = {"LOADED", "REJECTED", "SHADOWED", "FILTERED"};
+    return s >= 0 && s < 4 ? names[s] : "?";
+}
+
+/* The candidate `base` is in `state` and its reason contains `part`. */
+static const hc_plugin_candidate *expect(const char *base, int state, const char *part)
+{
+    const hc_plugin_candidate *c = cand(base);
+    ck_assert_msg(c != NULL, "%s is not among the %d candidates", base, reg.n_candidates);
+    ck_assert_msg(c->state == state, "%s: %s, want %s (reason: %s)", base, state_str(c->state),
+                  state_str(state), c->reason);
+    if (part)
+        ck_assert_msg(strstr(c->reason, part) != NULL, "%s: reason '%s' lacks '%s'", base,
+                      c->reason, part);
+    if (state == HC_CAND_LOADED)
+        ck_assert_str_eq(c->reason, "");
+    else
+        ck_assert_msg(log_has(HC_LOG_INFO, c->path, c->reason), "%s: no INFO log with its reason",
+                      base);
+    return c;
+}
+
+/* ---- files in the scratch directory ---------------------------------------- */
+
+static const char *scratch(const char *name)
+{
+    return hc_test_path(hc_test_tmpdir(), name);
+}
+
+static void make_dir(const char *path)
+{
+    ck_assert_msg(mkdir(path, 0700) == 0 || errno == EEXIST, "mkdir %s: %s", path, strerror(errno));
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot create %s", path);
+    ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void copy_file(const char *src, const char *dst)
+{
+    size_t len = 0;
+    char *data = hc_test_read_file(src, &len);
+    ck_assert_msg(data != NULL, "cannot read %s", src);
+    write_file(dst, data, len);
+    free(data);
+}
+
+/* ---- file names ------------------------------------------------------------ */
+
+START_TEST(test_parse_name)
+{
+    static const struct {
+        const char *name, *family, *variant;
+    } good[] = {
+        {"libhc-cpu.so", "cpu", ""},
+        {"libhc-cpu-avx2.so", "cpu", "avx2"},
+        {"libhc-cpu-avx512-vnni.so", "cpu", "avx512-vnni"},
+        {"libhc-my_gpu-v2.so", "my_gpu", "v2"},
+    };
+    static const char *bad[] = {
+        "libhc-.so", "libhc-cpu-.so", "libhc-cpu.so.1", "hc-cpu.so", "libhc-cpu.dll",
+        "libhc--x.so", "libhc-c.pu.so", "libhcx-cpu.so", "libhc-cpu", "", "libhc-cpu-a b.so",
+        "libhc-a_family_name_that_is_far_too_long_for_32.so",
+    };
+    char f[32], v[32];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ck_assert_msg(hc_plugin_parse_name(good[i].name, f, sizeof f, v, sizeof v) == 0, "%s",
+                      good[i].name);
+        ck_assert_str_eq(f, good[i].family);
+        ck_assert_str_eq(v, good[i].variant);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(hc_plugin_parse_name(bad[i], f, sizeof f, v, sizeof v) == -1,
+                      "'%s' accepted", bad[i]);
+}
+END_TEST
+
+/* ---- one stub at a time ------------------------------------------------------ */
+
+START_TEST(test_good_plugin)
+{
+    load(STUB("good"), NULL);
+    ck_assert_int_eq(reg.n_candidates, 1);
+    const hc_plugin_candidate *c = expect("libhc-good.so", HC_CAND_LOADED, NULL);
+    ck_assert_int_eq(c->probe, 10);
+    ck_assert_str_eq(c->family, "good");
+    ck_assert_str_eq(c->variant, "");
+    ck_assert_int_eq(reg.n_backends, 1);
+    hc_backend *be = hc_registry_find(&reg, "good");
+    ck_assert_ptr_nonnull(be);
+    ck_assert_ptr_nonnull(be->dl);
+    ck_assert_ptr_null(hc_registry_find(&reg, "cpu"));
+    ck_assert_int_eq(be->ops->device_count(be->ctx), 2);
+    /* The host struct: the stub's init refuses a bad one, logs through it
+     * (the user string names the plugin) and keeps n_threads. */
+    ck_assert_msg(log_has(HC_LOG_INFO, "[good] stub init: host abi 1.0, 3 threads", NULL),
+                  "plugin log line missing; log:\n%s", g_log);
+    hc_device_info info = {.size = sizeof info};
+    ck_assert_int_eq(be->ops->device_info(be->ctx, 1, &info), HC_OK);
+    ck_assert_int_eq(info.n_threads, STUB_THREADS);
+    /* Control for test_cut_table: the full table has the optional entries. */
+    ck_assert(HC_OPS_HAS(be->ops, op_cost));
+    ck_assert(HC_OPS_HAS(be->ops, set_threads));
+}
+END_TEST
+
+START_TEST(test_wrong_major)
+{
+    load(STUB("major"), NULL);
+    expect("libhc-major.so", HC_CAND_REJECTED, "major 2");
+    expect("libhc-major.so", HC_CAND_REJECTED, "needs 1");
+    ck_assert_int_eq(reg.n_backends, 0);
+}
+END_TEST
+
+START_TEST(test_cut_table)
+{
+    load(STUB("cut"), NULL);
+    expect("libhc-cut.so", HC_CAND_LOADED, NULL);
+    hc_backend *be = hc_registry_find(&reg, "cut");
+    ck_assert_ptr_nonnull(be);
+    ck_assert_uint_eq(be->ops->size, offsetof(hc_plugin_ops, op_cost));
+    /* The stub sets op_cost and set_threads, but they lie past `size`. */
+    ck_assert(!HC_OPS_HAS(be->ops, op_cost));
+    ck_assert(!HC_OPS_HAS(be->ops, set_threads));
+    ck_assert(HC_OPS_HAS(be->ops, glu));
+    ck_assert(HC_OPS_HAS(be->ops, axpy_rows));
+    ck_assert(!HC_OPS_HAS(be->ops, rmsnorm)); /* inside size, but NULL */
+}
+END_TEST
+
+START_TEST(test_table_too_small)
+{
+    load(STUB("small"), NULL);
+    expect("libhc-small.so", HC_CAND_REJECTED, "too small");
+    expect("libhc-small.so", HC_CAND_REJECTED, "axpy_rows");
+}
+END_TEST
+
+START_TEST(test_probe_zero)
+{
+    load(STUB("noprobe"), NULL);
+    const hc_plugin_candidate *c =
+        expect("libhc-noprobe.so", HC_CAND_REJECTED, "probe: cannot run on this machine");
+    ck_assert_int_eq(c->probe, 0);
+    ck_assert_int_eq(reg.n_backends, 0);
+}
+END_TEST
+
+START_TEST(test_missing_entry_symbol)
+{
+    load(STUB("nosym"), NULL);
+    const hc_plugin_candidate *c = expect("libhc-nosym.so", HC_CAND_REJECTED, "hc_plugin_entry");
+    ck_assert_int_eq(c->probe, -1);
+}
+END_TEST
+
+START_TEST(test_entry_returns_null)
+{
+    load(STUB("nulltab"), NULL);
+    expect("libhc-nulltab.so", HC_CAND_REJECTED, "returned NULL");
+}
+END_TEST
+
+START_TEST(test_init_fails)
+{
+    load(STUB("initfail"), NULL);
+    expect("libhc-initfail.so", HC_CAND_REJECTED, "simulated driver failure (code 42)");
+    expect("libhc-initfail.so", HC_CAND_REJECTED, "HC_E_DEVICE");
+    ck_assert_int_eq(reg.n_backends, 0);
+}
+END_TEST
+
+START_TEST(test_required_entry_null)
+{
+    load(STUB("nullaxpy"), NULL);
+    expect("libhc-nullaxpy.so", HC_CAND_REJECTED, "axpy_rows");
+    ck_assert_int_eq(reg.n_backends, 0);
+}
+END_TEST
+
+START_TEST(test_family_mismatch)
+{
+    /* libhc-misnamed.so carries a table of family "other". */
+    load(STUB("misnamed"), NULL);
+    expect("libhc-misnamed.so", HC_CAND_REJECTED, "'other'");
+}
+END_TEST
+
+START_TEST(test_zero_devices)
+{
+    load(STUB("nodev"), NULL);
+    expect("libhc-nodev.so", HC_CAND_LOADED, NULL);
+    hc_backend *be = hc_registry_find(&reg, "nodev");
+    ck_assert_ptr_nonnull(be);
+    ck_assert_int_eq(be->ops->device_count(be->ctx), 0);
+    ck_assert_msg(!log_has(HC_LOG_WARN, "nodev", NULL) && !log_has(HC_LOG_ERROR, "nodev", NULL),
+                  "a plugin without devices is not an error; log:\n%s", g_log);
+}
+END_TEST
+
+START_TEST(test_not_elf)
+{
+    make_dir(scratch("g"));
+    const char *path = scratch("g/libhc-garbage.so");
+    static const char text[] = "this is not a shared library, only some text to make the file "
+                               "longer than an ELF header would be\n";
+    write_file(path, text, sizeof text - 1);
+    /* What the dynamic loader itself says about this file. */
+    ck_assert_ptr_null(dlopen(path, RTLD_NOW | RTLD_LOCAL));
+    const char *err = dlerror();
+    ck_assert_ptr_nonnull(err);
+    const char *colon = strrchr(err, ':');
+    ck_assert_ptr_nonnull(colon);
+    char tail[256]; /* a copy: the loader's own dlopen reuses dlerror's buffer */
+    snprintf(tail, sizeof tail, "%s", colon + 2);
+    ck_assert_msg(tail[0], "unexpected dlerror text '%s'", err);
+
+    load(scratch("g"), NULL);
+    ck_assert_int_eq(reg.n_candidates, 1);
+    expect("libhc-garbage.so", HC_CAND_REJECTED, tail);
+    expect("libhc-garbage.so", HC_CAND_REJECTED, "dlopen");
+}
+END_TEST
+
+START_TEST(test_non_matching_names_ignored)
+{
+    static const char *others[] = {"libhc-good.so.1", "hc-good.so", "libhc-.so", "libfoo.so",
+                                   "libhc-good.txt", "libhc-good-.so"};
+    make_dir(scratch("n"));
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+        copy_file(STUB("good"), hc_test_path(scratch("n"), others[i]));
+    copy_file(STUB("good"), scratch("n/libhc-good.so"));
+    make_dir(scratch("n/libhc-dir.so")); /* a directory with a plugin's name */
+
+    load(scratch("n"), NULL);
+    ck_assert_int_eq(reg.n_candidates, 1);
+    expect("libhc-good.so", HC_CAND_LOADED, NULL);
+
+    /* Named explicitly, a wrongly named file is reported, not ignored. */
+    load(scratch("n/libfoo.so"), NULL);
+    ck_assert_int_eq(reg.n_candidates, 1);
+    expect("libfoo.so", HC_CAND_REJECTED, "does not match");
+}
+END_TEST
+
+START_TEST(test_missing_path_entry)
+{
+    load("/nonexistent/hotcold-plugins:" STUB("good"), NULL);
+    ck_assert_int_eq(reg.n_candidates, 1);
+    expect("libhc-good.so", HC_CAND_LOADED, NULL);
+    ck_assert(log_has(HC_LOG_INFO, "/nonexistent/hotcold-plugins", NULL));
+}
+END_TEST
+
+/* ---- choosing between candidates ------------------------------------------ */
+
+START_TEST(test_two_variants)
+{
+    /* Either order: the higher probe wins, not the earlier file. */
+    const char *paths[] = {STUB("duo-low") ":" STUB("duo-high"),
+                           STUB("duo-high") ":" STUB("duo-low")};
+    for (int k = 0; k < 2; k++) {
+        load(paths[k], NULL);
+        ck_assert_int_eq(reg.n_backends, 1);
+        expect("libhc-duo-high.so", HC_CAND_LOADED, NULL);
+        const hc_plugin_candidate *c = expect("libhc-duo-low.so", HC_CAND_SHADOWED, "duo-high");
+        ck_assert_int_eq(c->probe, 5);
+        hc_backend *be = hc_registry_find(&reg, "duo");
+        ck_assert_ptr_nonnull(be);
+        ck_assert_str_eq(be->variant, "high");
+        ck_assert_int_eq(be->probe, 20);
+        ck_assert(log_has(HC_LOG_INFO, "[duo-high] stub init", NULL));
+    }
+}
+END_TEST
+
+START_TEST(test_best_variant_init_fails)
+{
+    load(STUB("trio-best") ":" STUB("trio-ok"), NULL);
+    expect("libhc-trio-best.so", HC_CAND_REJECTED, "simulated driver failure");
+    expect("libhc-trio-ok.so", HC_CAND_LOADED, NULL);
+    hc_backend *be = hc_registry_find(&reg, "trio");
+    ck_assert_ptr_nonnull(be);
+    ck_assert_str_eq(be->variant, "ok");
+}
+END_TEST
+
+START_TEST(test_select)
+{
+    const char *path = STUB("good") ":" STUB("nodev") ":" STUB("duo-low") ":" STUB("duo-high");
+    setenv("HOTCOLD_PLUGINS", "good,duo-low", 1);
+    load(path, NULL);
+    expect("libhc-good.so", HC_CAND_LOADED, NULL);
+    expect("libhc-duo-low.so", HC_CAND_LOADED, NULL); /* the only eligible duo */
+    const hc_plugin_candidate *c = expect("libhc-nodev.so", HC_CAND_FILTERED, "HOTCOLD_PLUGINS");
+    ck_assert_int_eq(c->probe, -1); /* never opened */
+    expect("libhc-duo-high.so", HC_CAND_FILTERED, NULL);
+
+    /* The option overrides the environment. */
+    load(path, "nodev");
+    expect("libhc-nodev.so", HC_CAND_LOADED, NULL);
+    expect("libhc-good.so", HC_CAND_FILTERED, "plugins option");
+    unsetenv("HOTCOLD_PLUGINS");
+
+    load(path, " duo , ");
+    expect("libhc-duo-high.so", HC_CAND_LOADED, NULL);
+    expect("libhc-duo-low.so", HC_CAND_SHADOWED, NULL);
+    expect("libhc-good.so", HC_CAND_FILTERED, NULL);
+
+    load(path, "duo,duo-low"); /* a union: every duo stays eligible */
+    expect("libhc-duo-high.so", HC_CAND_LOADED, NULL);
+
+    load(path, ", ,"); /* names nothing: no filter */
+    ck_assert_int_eq(reg.n_backends, 3);
+
+    load(path, "cpu");
+    ck_assert_int_eq(reg.n_backends, 0);
+    for (int i = 0; i < reg.n_candidates; i++)
+        ck_assert_int_eq(reg.candidates[i].state, HC_CAND_FILTERED);
+}
+END_TEST
+
+/* ---- the search path ------------------------------------------------------- */
+
+START_TEST(test_path_file_and_dir)
+{
+    make_dir(scratch("d1"));
+    copy_file(STUB("good"), scratch("d1/libhc-good.so"));
+    char path[4096];
+    snprintf(path, sizeof path, "%s:%s", scratch("d1"), STUB("duo-high"));
+    load(path, NULL);
+    ck_assert_int_eq(reg.n_candidates, 2);
+    ck_assert_str_eq(reg.candidates[0].path, scratch("d1/libhc-good.so"));
+    ck_assert_str_eq(reg.candidates[1].path, STUB("duo-high"));
+    ck_assert_int_eq(reg.n_backends, 2);
+    expect("libhc-good.so", HC_CAND_LOADED, NULL);
+    expect("libhc-duo-high.so", HC_CAND_LOADED, NULL);
+}
+END_TEST
+
+START_TEST(test_duplicates)
+{
+    /* The same file reached as a file and through its directory: once. */
+    load(STUB("good") ":" HC_STUB_DIR "/:" STUB("good"), NULL);
+    ck_assert_int_eq(count_named("libhc-good.so"), 1);
+    ck_assert_str_eq(cand("libhc-good.so")->path, STUB("good"));
+
+    /* Through a symlink: still the same file. */
+    make_dir(scratch("s"));
+    ck_assert_int_eq(symlink(STUB("good"), scratch("s/libhc-good.so")), 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s:%s", scratch("s"), STUB("good"));
+    load(path, NULL);
+    ck_assert_int_eq(reg.n_candidates, 1);
+    expect("libhc-good.so", HC_CAND_LOADED, NULL);
+
+    /* A different file of the same name: the first in the path wins. */
+    make_dir(scratch("c"));
+    copy_file(STUB("good"), scratch("c/libhc-good.so"));
+    snprintf(path, sizeof path, "%s:%s", STUB("good"), scratch("c"));
+    load(path, NULL);
+    ck_assert_int_eq(reg.n_candidates, 2);
+    ck_assert_int_eq(reg.candidates[0].state, HC_CAND_LOADED);
+    ck_assert_int_eq(reg.candidates[1].state, HC_CAND_SHADOWED);
+    ck_assert_int_eq(reg.candidates[1].probe, -1);
+    ck_assert_ptr_nonnull(strstr(reg.candidates[1].reason, STUB("good")));
+}
+END_TEST
+
+START_TEST(test_whole_stub_dir)
+{
+    static const struct {
+        const char *name;
+        int state;
+    } want[] = {
+        {"libhc-cut.so", HC_CAND_LOADED},        {"libhc-duo-high.so", HC_CAND_LOADED},
+        {"libhc-duo-low.so", HC_CAND_SHADOWED},  {"libhc-example.so", HC_CAND_LOADED},
+        {"libhc-good.so", HC_CAND_LOADED},       {"libhc-initfail.so", HC_CAND_REJECTED},
+        {"libhc-major.so", HC_CAND_REJECTED},    {"libhc-misnamed.so", HC_CAND_REJECTED},
+        {"libhc-nodev.so", HC_CAND_LOADED},      {"libhc-noprobe.so", HC_CAND_REJECTED},
+        {"libhc-nosym.so", HC_CAND_REJECTED},    {"libhc-nullaxpy.so", HC_CAND_REJECTED},
+        {"libhc-nulltab.so", HC_CAND_REJECTED},  {"libhc-small.so", HC_CAND_REJECTED},
+        {"libhc-trio-best.so", HC_CAND_REJECTED}, {"libhc-trio-ok.so", HC_CAND_LOADED},
+    };
+    const int n = (int)(sizeof want / sizeof want[0]);
+    load(HC_STUB_DIR, NULL);
+    ck_assert_int_eq(reg.n_candidates, n);
+    /* Listed in name order, whatever order the directory returns. */
+    for (int i = 0; i < n; i++)
+        ck_assert_str_eq(base_of(reg.candidates[i].path), want[i].name);
+    for (int i = 0; i < n; i++)
+        expect(want[i].name, want[i].state, NULL);
+    ck_assert_int_eq(reg.n_backends, 6);
+}
+END_TEST
+
+static void search_entry_collect(void *user, const char *entry, const char *origin)
+{
+    char *buf = user;
+    size_t used = strlen(buf);
+    snprintf(buf + used, 4096 - used, "%s|%s\n", entry, origin);
+}
+
+START_TEST(test_search_path)
+{
+    char buf[4096] = "";
+    hc_loader_options o = {.plugin_path = "/a::/b/", .exe_dir = "/opt/x/bin", .use_default_dirs = 1};
+    ck_assert_int_eq(hc_loader_search_path(&o, search_entry_collect, buf), 5);
+    /* user entries, then the install dir, then the executable's dirs */
+    static const char user_part[] = "/a|plugin_path option\n/b/|plugin_path option\n";
+    ck_assert_msg(strncmp(buf, user_part, sizeof user_part - 1) == 0, "%s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "|install dir\n/opt/x/bin|executable's dir\n"
+                                      "/opt/x/bin/../lib/hotcold|"));
+
+    buf[0] = 0;
+    setenv("HOTCOLD_PLUGIN_PATH", "/env/one", 1);
+    o.plugin_path = NULL;
+    o.use_default_dirs = 0;
+    ck_assert_int_eq(hc_loader_search_path(&o, search_entry_collect, buf), 1);
+    ck_assert_str_eq(buf, "/env/one|$HOTCOLD_PLUGIN_PATH\n");
+}
+END_TEST
+
+/* ---- the engine ------------------------------------------------------------ */
+
+START_TEST(test_engine_devices)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    hc_engine_params p = hc_engine_default_params();
+    p.plugin_path = STUB("good") ":" STUB("nodev") ":" STUB("major");
+    p.plugins = "good,nodev,major"; /* keep out the real plugins of the default dirs */
+    hc_engine *e = hc_engine_open(&p);
+    ck_assert_msg(e != NULL, "%s", hc_last_error());
+
+    ck_assert_int_eq(hc_engine_device_count(e), 2); /* good: 2, nodev: 0 */
+    for (int i = 0; i < 2; i++) {
+        hc_device_report d;
+        ck_assert_int_eq(hc_engine_device_report(e, i, &d), 0);
+        ck_assert_str_eq(d.family, "good");
+        ck_assert_int_eq(d.index, i);
+        ck_assert_int_eq(d.info.n_threads, (int)cpus); /* 0 = online CPUs */
+        ck_assert_int_eq(d.info.kind, HC_DEVICE_SOFT);
+    }
+    hc_device_report d;
+    ck_assert_int_eq(hc_engine_device_report(e, 2, &d), -1);
+
+    ck_assert_int_eq(hc_engine_find_device(e, "good"), 0);
+    ck_assert_int_eq(hc_engine_find_device(e, "good:0"), 0);
+    ck_assert_int_eq(hc_engine_find_device(e, "good:1"), 1);
+    static const char *none[] = {"good:2", "nodev", "nodev:0", "goo", "goodx", "good:",
+                                 "good:-1", "good: 1", "good:1x", ":0", "", "cpu"};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        ck_assert_msg(hc_engine_find_device(e, none[i]) == -1, "'%s' found", none[i]);
+
+    int n = hc_engine_plugin_count(e), seen = 0;
+    for (int i = 0; i < n; i++) {
+        hc_plugin_report r;
+        ck_assert_int_eq(hc_engine_plugin_report(e, i, &r), 0);
+        if (!strcmp(r.family, "good") || !strcmp(r.family, "nodev")) {
+            ck_assert_str_eq(r.state, "loaded");
+            ck_assert_str_eq(r.reason, "");
+            seen++;
+        } else if (!strcmp(r.family, "major")) {
+            ck_assert_str_eq(r.state, "rejected");
+            ck_assert_ptr_nonnull(strstr(r.reason, "major 2"));
+            seen++;
+        } else {
+            ck_assert_str_eq(r.state, "filtered");
+        }
+    }
+    ck_assert_int_eq(seen, 3);
+
+    ck_assert_int_eq(hc_engine_set_threads(e, 5), 0);
+    ck_assert_int_eq(hc_engine_device_report(e, 1, &d), 0);
+    ck_assert_int_eq(d.info.n_threads, 5);
+    ck_assert_int_eq(hc_engine_set_threads(e, 0), 0);
+    ck_assert_int_eq(hc_engine_device_report(e, 0, &d), 0);
+    ck_assert_int_eq(d.info.n_threads, (int)cpus);
+    ck_assert_int_eq(hc_engine_set_threads(e, -1), -1);
+    hc_engine_close(e);
+}
+END_TEST
+
+START_TEST(test_engine_params)
+{
+    hc_engine_params p = hc_engine_default_params();
+    ck_assert_uint_eq(p.size, sizeof p);
+    ck_assert_ptr_null(p.plugin_path);
+    ck_assert_ptr_null(p.plugins);
+    ck_assert_int_eq(p.n_threads, 0);
+
+    p.size = 0;
+    ck_assert_ptr_null(hc_engine_open(&p));
+    ck_assert_ptr_nonnull(strstr(hc_last_error(), "size"));
+
+    /* set_threads is only called where the table has it: "cut" stops
+     * before it, so its devices keep the count given at init. */
+    p = hc_engine_default_params();
+    p.plugin_path = STUB("cut");
+    p.plugins = "cut";
+    p.n_threads = 2;
+    hc_engine *e = hc_engine_open(&p);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(hc_engine_set_threads(e, 7), 0);
+    hc_device_report d;
+    ck_assert_int_eq(hc_engine_device_report(e, 0, &d), 0);
+    ck_assert_int_eq(d.info.n_threads, 2);
+    hc_engine_close(e);
+}
+END_TEST
+
+/* ---- the documentation's example plugin ------------------------------------ */
+
+static hc_buffer *upload_new(const hc_plugin_ops *o, hc_device *dev, hc_stream *s,
+                             const void *data, uint64_t bytes)
+{
+    hc_buffer *b = NULL;
+    ck_assert_int_eq(o->buffer_alloc(dev, bytes, &b), HC_OK);
+    ck_assert_int_eq(o->upload(s, (hc_ref){b, 0}, data, bytes), HC_OK);
+    return b;
+}
+
+START_TEST(test_example_plugin)
+{
+    load(STUB("example"), NULL);
+    expect("libhc-example.so", HC_CAND_LOADED, NULL);
+    hc_backend *be = hc_registry_find(&reg, "example");
+    ck_assert_ptr_nonnull(be);
+    const hc_plugin_ops *o = be->ops;
+    ck_assert(HC_OPS_HAS(o, buffer_host_ptr));
+    ck_assert(!HC_OPS_HAS(o, rmsnorm));
+    ck_assert_int_eq(o->device_count(be->ctx), 1);
+
+    hc_device *dev = NULL;
+    hc_stream *s = NULL;
+    ck_assert_int_eq(o->device_open(be->ctx, 0, &dev), HC_OK);
+    ck_assert_int_eq(o->stream_create(dev, &s), HC_OK);
+
+    /* W is 3 x 4; two tokens.  Worked by hand:
+     *   x0 = (1, .5, -1, 2): row0 1+1-3+8 = 7, row1 0-.5-.5+4 = 3, row2 -2+0-1-2 = -5
+     *   x1 = e1 picks column 1: (2, -1, 0) */
+    const float W[12] = {1, 2, 3, 4, 0, -1, 0.5f, 2, -2, 0, 1, -1};
+    const float X[8] = {1, 0.5f, -1, 2, 0, 1, 0, 0};
+    const float want_mm[6] = {7, 3, -5, 2, -1, 0};
+    float Y[6] = {0};
+    hc_buffer *bw = upload_new(o, dev, s, W, sizeof W);
+    hc_buffer *bx = upload_new(o, dev, s, X, sizeof X);
+    hc_buffer *by = upload_new(o, dev, s, Y, sizeof Y);
+    ck_assert_int_eq(o->matmul(s, HC_TYPE_F32, (hc_ref){bw, 0}, 3, 4, (hc_ref){bx, 0}, 2,
+                               (hc_ref){by, 0}),
+                     HC_OK);
+    ck_assert_int_eq(o->stream_sync(s), HC_OK);
+    ck_assert_int_eq(o->download(s, Y, (hc_ref){by, 0}, sizeof Y), HC_OK);
+    ck_assert_int_eq(o->stream_sync(s), HC_OK);
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(Y[i] == want_mm[i], "matmul y[%d] = %g, want %g", i, Y[i], want_mm[i]);
+
+    /* matvec_rows over rows {2, 0} of token 0: row 1 keeps its 99. */
+    const float y99[3] = {99, 99, 99};
+    const int32_t rows20[2] = {2, 0};
+    hc_buffer *bi = upload_new(o, dev, s, rows20, sizeof rows20);
+    ck_assert_int_eq(o->upload(s, (hc_ref){by, 0}, y99, sizeof y99), HC_OK);
+    ck_assert_int_eq(o->matvec_rows(s, HC_TYPE_F32, (hc_ref){bw, 0}, 3, 4, (hc_ref){bx, 0}, 1,
+                                    (hc_ref){bi, 0}, 2, (hc_ref){by, 0}),
+                     HC_OK);
+    float y3[3];
+    ck_assert_int_eq(o->download(s, y3, (hc_ref){by, 0}, sizeof y3), HC_OK);
+    ck_assert_int_eq(o->stream_sync(s), HC_OK);
+    ck_assert(y3[0] == 7 && y3[1] == 99 && y3[2] == -5);
+
+    /* axpy_rows, W read as Wt (3 x 4), h = (1, 0, 2), rows {0, 2}:
+     * y = (.5,0,0,0) + 1*(1,2,3,4) + 2*(-2,0,1,-1) = (-2.5, 2, 5, 2). */
+    const float h[3] = {1, 0, 2}, y0[4] = {0.5f, 0, 0, 0}, want_ax[4] = {-2.5f, 2, 5, 2};
+    const int32_t rows02[2] = {0, 2};
+    hc_buffer *bh = upload_new(o, dev, s, h, sizeof h);
+    hc_buffer *bi2 = upload_new(o, dev, s, rows02, sizeof rows02);
+    hc_buffer *by4 = upload_new(o, dev, s, y0, sizeof y0);
+    ck_assert_int_eq(o->axpy_rows(s, HC_TYPE_F32, (hc_ref){bw, 0}, 3, 4, (hc_ref){bh, 0}, 1,
+                                  (hc_ref){bi2, 0}, 2, (hc_ref){by4, 0}),
+                     HC_OK);
+    float y4[4];
+    ck_assert_int_eq(o->download(s, y4, (hc_ref){by4, 0}, sizeof y4), HC_OK);
+    ck_assert_int_eq(o->stream_sync(s), HC_OK);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(y4[i] == want_ax[i], "axpy y[%d] = %g, want %g", i, y4[i], want_ax[i]);
+
+    /* Refusals are status codes with a message, never crashes. */
+    ck_assert_int_eq(o->matmul(s, (hc_type)7, (hc_ref){bw, 0}, 3, 4, (hc_ref){bx, 0}, 1,
+                               (hc_ref){by, 0}),
+                     HC_E_UNSUPPORTED);
+    ck_assert_str_ne(o->last_error(be->ctx), "");
+    ck_assert_int_eq(o->matmul(s, HC_TYPE_F32, (hc_ref){bw, 0}, 4, 4, (hc_ref){bx, 0}, 1,
+                               (hc_ref){by, 0}),
+                     HC_E_INVALID);
+
+    hc_buffer *bufs[] = {bw, bx, by, bi, bh, bi2, by4};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        o->buffer_free(bufs[i]);
+    o->stream_destroy(s);
+    o->device_close(dev);
+}
+END_TEST
+
+/* ---- `hotcold devices` ----------------------------------------------------- */
+
+/* Run a shell command; its stdout+stderr into out; returns the exit code. */
+static int run(const char *cmd, char *out, size_t len)
+{
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "popen %s", cmd);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = 0;
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A line of out that contains both a and b. */
+static int line_has(const char *out, const char *a, const char *b)
+{
+    for (const char *line = out; *line;) {
+        const char *end = strchrnul(line, '\n');
+        char buf[2048];
+        snprintf(buf, sizeof buf, "%.*s", (int)(end - line), line);
+        if (strstr(buf, a) && strstr(buf, b))
+            return 1;
+        line = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+static char out[1 << 16];
+
+START_TEST(test_cli_lists_cpu_plugin)
+{
+    /* CTest points HOTCOLD_PLUGIN_PATH at the build's plugin directory. */
+    ck_assert_int_eq(run(HC_CLI " devices 2>&1", out, sizeof out), 0);
+    ck_assert_msg(line_has(out, "loaded", "/libhc-cpu"),
+                  "the CPU plugin is not listed as loaded:\n%s", out);
+    ck_assert_msg(line_has(out, "cpu:0", ""), "no cpu:0 device:\n%s", out);
+}
+END_TEST
+
+START_TEST(test_cli_explains_stubs)
+{
+    setenv("HOTCOLD_PLUGIN_PATH", HC_STUB_DIR, 1);
+    ck_assert_int_eq(run(HC_CLI " devices -t 3 2>&1", out, sizeof out), 0);
+    ck_assert_msg(line_has(out, HC_STUB_DIR, "$HOTCOLD_PLUGIN_PATH"), "search path:\n%s", out);
+    ck_assert_msg(line_has(out, "rejected", "/libhc-major.so"), "%s", out);
+    ck_assert_msg(line_has(out, "why:", "major 2"), "%s", out);
+    ck_assert_msg(line_has(out, "shadowed", "/libhc-duo-low.so"), "%s", out);
+    ck_assert_msg(line_has(out, "why:", "probe: cannot run on this machine"), "%s", out);
+    ck_assert_msg(line_has(out, "loaded", "/libhc-good.so"), "%s", out);
+    ck_assert_msg(line_has(out, "good:1", "stub good device 1"), "%s", out);
+    ck_assert_msg(line_has(out, "3 threads", "3.0 GiB total"), "%s", out);
+}
+END_TEST
+
+START_TEST(test_cli_options)
+{
+    ck_assert_int_eq(run(HC_CLI " devices --help 2>&1", out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: hotcold devices"));
+    ck_assert_int_eq(run(HC_CLI " devices -t many 2>&1", out, sizeof out), 2);
+    ck_assert_int_eq(run(HC_CLI " devices --bogus 2>&1", out, sizeof out), 2);
+    ck_assert_int_eq(run(HC_CLI " devices extra 2>&1", out, sizeof out), 2);
+}
+END_TEST
+
+static int dir_has_plugins(const char *dir)
+{
+    char f[32], v[32];
+    int n = 0;
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "ls -1 '%s' 2>/dev/null", dir);
+    FILE *p = popen(cmd, "r");
+    char line[512];
+    while (p && fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        n += hc_plugin_parse_name(line, f, sizeof f, v, sizeof v) == 0;
+    }
+    if (p)
+        pclose(p);
+    return n;
+}
+
+static void count_plugins_in(void *user, const char *entry, const char *origin)
+{
+    (void)origin;
+    *(int *)user += dir_has_plugins(entry);
+}
+
+START_TEST(test_cli_no_plugins)
+{
+    /* A copy of the command outside the build tree, with an empty plugin
+     * path, finds nothing (unless plugins are installed system-wide). */
+    make_dir(scratch("cli"));
+    make_dir(scratch("cli/bin"));
+    make_dir(scratch("cli/empty"));
+    copy_file(HC_CLI, scratch("cli/bin/hotcold"));
+    ck_assert_int_eq(chmod(scratch("cli/bin/hotcold"), 0755), 0);
+
+    hc_loader_options o = {.plugin_path = scratch("cli/empty"), .exe_dir = scratch("cli/bin"),
+                           .use_default_dirs = 1};
+    int installed = 0;
+    hc_loader_search_path(&o, count_plugins_in, &installed);
+    if (installed) {
+        printf("test_cli_no_plugins: %d plugin(s) installed system-wide, "
+               "'no plugins' message not checked\n", installed);
+        return;
+    }
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "HOTCOLD_PLUGIN_PATH='%s' '%s' devices 2>&1", scratch("cli/empty"),
+             scratch("cli/bin/hotcold"));
+    ck_assert_int_eq(run(cmd, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "no plugins found") && strstr(out, "HOTCOLD_PLUGIN_PATH="),
+                  "%s", out);
+    ck_assert_msg(line_has(out, "devices: 0", ""), "%s", out);
+}
+END_TEST
+
+static Suite *loader_suite(void)
+{
+    Suite *s = suite_create("loader");
+    TCase *t = tcase_create("loader");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, test_parse_name);
+    tcase_add_test(t, test_good_plugin);
+    tcase_add_test(t, test_wrong_major);
+    tcase_add_test(t, test_cut_table);
+    tcase_add_test(t, test_table_too_small);
+    tcase_add_test(t, test_probe_zero);
+    tcase_add_test(t, test_missing_entry_symbol);
+    tcase_add_test(t, test_entry_returns_null);
+    tcase_add_test(t, test_init_fails);
+    tcase_add_test(t, test_required_entry_null);
+    tcase_add_test(t, test_family_mismatch);
+    tcase_add_test(t, test_zero_devices);
+    tcase_add_test(t, test_not_elf);
+    tcase_add_test(t, test_non_matching_names_ignored);
+    tcase_add_test(t, test_missing_path_entry);
+    tcase_add_test(t, test_two_variants);
+    tcase_add_test(t, test_best_variant_init_fails);
+    tcase_add_test(t, test_select);
+    tcase_add_test(t, test_path_file_and_dir);
+    tcase_add_test(t, test_duplicates);
+    tcase_add_test(t, test_whole_stub_dir);
+    tcase_add_test(t, test_search_path);
+    tcase_add_test(t, test_engine_devices);
+    tcase_add_test(t, test_engine_params);
+    tcase_add_test(t, test_example_plugin);
+    suite_add_tcase(s, t);
+
+    TCase *cli = tcase_create("cli");
+    tcase_add_checked_fixture(cli, setup, teardown);
+    tcase_set_timeout(cli, 60);
+    tcase_add_test(cli, test_cli_explains_stubs);
+    tcase_add_test(cli, test_cli_options);
+    tcase_add_test(cli, test_cli_no_plugins);
+    /* Needs the CPU plugin (plugins/cpu-avx2) in the build's plugin dir. */
+    tcase_add_test(cli, test_cli_lists_cpu_plugin);
+    suite_add_tcase(s, cli);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(loader_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,559 @@
+/*
+ * The SentencePiece tokenizer: llama.cpp's 46 LLaMA-2 vocab vectors, the
+ * golden prompts of our models, decoding, a hand-made vocab that pins down
+ * merge order / byte fallback / control tokens, and load errors.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "hotcold/hotcold.h"
+#include "test_util.h"
+#include "tokenizer.h"
+
+#define SPACE "\xe2\x96\x81" /* U+2581 */
+
+static hc_gguf *open_or_fail(const char *path)
+{
+    char err[256] = "";
+    hc_gguf *g = hc_gguf_open(path, err, sizeof err);
+    ck_assert_msg(g != NULL, "open %s: %s", path, err);
+    return g;
+}
+
+static hc_tokenizer *load_or_fail(const hc_gguf *g)
+{
+    hc_tokenizer *t = hc_tokenizer_load(g);
+    ck_assert_msg(t != NULL, "hc_tokenizer_load: %s", hc_last_error());
+    return t;
+}
+
+/* Concatenated pieces of ids into a malloc'd buffer; *n gets its length. */
+static char *decode(const hc_tokenizer *t, const int32_t *ids, int n_ids, size_t *n)
+{
+    size_t cap = 64, len = 0;
+    char *out = malloc(cap);
+    ck_assert_ptr_nonnull(out);
+    for (int i = 0; i < n_ids; i++) {
+        char piece[128];
+        int k = hc_tokenizer_piece(t, ids[i], piece, sizeof piece);
+        ck_assert_msg(k >= 0 && k <= (int)sizeof piece, "piece of %d: %d", (int)ids[i], k);
+        if (len + (size_t)k + 1 > cap) {
+            cap = 2 * (len + (size_t)k + 1);
+            out = realloc(out, cap);
+            ck_assert_ptr_nonnull(out);
+        }
+        memcpy(out + len, piece, (size_t)k);
+        len += (size_t)k;
+    }
+    out[len] = 0;
+    *n = len;
+    return out;
+}
+
+/* Render ids for a failure message. */
+static const char *ids_str(const int32_t *ids, int n)
+{
+    static char buf[2][2048];
+    static int which;
+    char *b = buf[which++ % 2];
+    size_t off = 0;
+    b[0] = 0;
+    for (int i = 0; i < n && off + 16 < sizeof buf[0]; i++)
+        off += (size_t)snprintf(b + off, sizeof buf[0] - off, " %d", (int)ids[i]);
+    return b;
+}
+
+/* ---- llama.cpp's test vectors ---------------------------------------------- */
+
+START_TEST(vocab_vectors)
+{
+    const char *base = hc_test_path(HC_TEST_DATA, "tokenizer/ggml-vocab-llama-spm.gguf");
+    char inp_path[4096], out_path[4096];
+    snprintf(inp_path, sizeof inp_path, "%s.inp", base);
+    snprintf(out_path, sizeof out_path, "%s.out", base);
+    hc_gguf *g = open_or_fail(base);
+    hc_tokenizer *t = load_or_fail(g);
+    ck_assert_int_eq(hc_tokenizer_n_vocab(t), 32000);
+    ck_assert_int_eq(hc_tokenizer_bos(t), 1);
+    ck_assert_int_eq(hc_tokenizer_eos(t), 2);
+    /* The tokenizer copies what it needs: the mapping can go now. */
+    hc_gguf_close(g);
+
+    size_t inp_len, out_len;
+    char *inp = hc_test_read_file(inp_path, &inp_len);
+    char *out = hc_test_read_file(out_path, &out_len);
+    ck_assert_msg(inp && out, "cannot read %s / %s", inp_path, out_path);
+
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    const size_t sep_len = sizeof sep - 1;
+    char *text = inp, *line = out;
+    int n_vectors = 0;
+    int32_t *ids = malloc(4096 * sizeof *ids);
+    int32_t want[4096];
+    ck_assert_ptr_nonnull(ids);
+    for (;;) {
+        char *end = memmem(text, inp_len - (size_t)(text - inp), sep, sep_len);
+        if (!end)
+            break;
+        char *nl = strchr(line, '\n');
+        ck_assert_msg(nl != NULL, ".out has fewer lines than .inp has texts (%d)", n_vectors);
+        *nl = 0;
+        int n_want = 0;
+        for (char *p = line, *q; n_want < 4096; p = q) {
+            long v = strtol(p, &q, 10);
+            if (q == p)
+                break;
+            want[n_want++] = (int32_t)v;
+        }
+
+        size_t len = (size_t)(end - text);
+        int n = hc_tokenizer_encode(t, text, len, 0, ids, 4096);
+        ck_assert_msg(n == n_want && memcmp(ids, want, (size_t)n * sizeof *ids) == 0,
+                      "vector %d \"%.*s\":\n got %s\nwant %s", n_vectors, (int)len, text,
+                      ids_str(ids, n), ids_str(want, n_want));
+
+        /* Byte fallback keeps every byte, so decoding gives back exactly the
+         * text behind the dummy-prefix space. */
+        size_t dn;
+        char *dec = decode(t, ids, n, &dn);
+        if (len == 0) {
+            ck_assert_uint_eq(dn, 0);
+        } else {
+            ck_assert_msg(dn == len + 1 && dec[0] == ' ' && memcmp(dec + 1, text, len) == 0,
+                          "vector %d does not round-trip: \"%s\"", n_vectors, dec);
+        }
+        free(dec);
+
+        n_vectors++;
+        text = end + sep_len;
+        line = nl + 1;
+    }
+    ck_assert_int_eq(n_vectors, 46);
+    ck_assert_msg(*line == 0, ".out has more lines than .inp has texts");
+    free(ids);
+    free(inp);
+    free(out);
+    hc_tokenizer_free(t);
+}
+END_TEST
+
+/* ---- golden prompts ----------------------------------------------------------- */
+
+static void check_prompt(const char *model)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s.gguf", model);
+    hc_gguf *g = open_or_fail(hc_test_path(HC_MODELS_DIR, name));
+    hc_tokenizer *t = load_or_fail(g);
+    hc_gguf_close(g);
+
+    snprintf(name, sizeof name, "golden/%s.json", model);
+    json_object *j = hc_test_load_json(hc_test_path(HC_TEST_DATA, name));
+    ck_assert_msg(j != NULL, "cannot load %s", name);
+    json_object *fp, *pr, *pids;
+    ck_assert(json_object_object_get_ex(j, "from_prompt", &fp));
+    ck_assert(json_object_object_get_ex(fp, "prompt", &pr));
+    ck_assert(json_object_object_get_ex(fp, "prompt_ids", &pids));
+    const char *prompt = json_object_get_string(pr);
+    int32_t want[256], got[256];
+    int n_want = hc_test_json_ints(pids, want, 256);
+    ck_assert_int_gt(n_want, 1);
+    ck_assert_int_eq(want[0], hc_tokenizer_bos(t));
+
+    int n = hc_tokenizer_encode(t, prompt, strlen(prompt), 1, got, 256);
+    ck_assert_msg(n == n_want && memcmp(got, want, (size_t)n * sizeof *got) == 0,
+                  "%s: got %s, want %s", model, ids_str(got, n), ids_str(want, n_want));
+    /* These models carry no add_bos_token key: the default is to add BOS. */
+    memset(got, 0, sizeof got);
+    n = hc_tokenizer_encode(t, prompt, strlen(prompt), -1, got, 256);
+    ck_assert_int_eq(n, n_want);
+    ck_assert_mem_eq(got, want, (size_t)n * sizeof *got);
+
+    /* Decoding: BOS gives nothing, the dummy prefix gives the leading space. */
+    size_t dn;
+    char *dec = decode(t, got, n, &dn);
+    ck_assert_uint_eq(dn, strlen(prompt) + 1);
+    ck_assert_int_eq(dec[0], ' ');
+    ck_assert_str_eq(dec + 1, prompt);
+    free(dec);
+
+    /* A short buffer: the full count comes back, only max ids are written. */
+    int32_t few[4] = {-7, -7, -7, -7};
+    ck_assert_int_eq(hc_tokenizer_encode(t, prompt, strlen(prompt), 1, few, 3), n_want);
+    ck_assert_mem_eq(few, want, 3 * sizeof *few);
+    ck_assert_int_eq(few[3], -7);
+    ck_assert_int_eq(hc_tokenizer_encode(t, prompt, strlen(prompt), 1, NULL, 0), n_want);
+
+    json_object_put(j);
+    hc_tokenizer_free(t);
+}
+
+START_TEST(golden_prompt_stories260K)
+{
+    check_prompt("stories260K");
+}
+END_TEST
+
+START_TEST(golden_prompt_relu2M)
+{
+    check_prompt("relu2M");
+}
+END_TEST
+
+START_TEST(greedy_story_decodes)
+{
+    hc_gguf *g = open_or_fail(hc_test_path(HC_MODELS_DIR, "stories260K.gguf"));
+    hc_tokenizer *t = load_or_fail(g);
+    hc_gguf_close(g);
+    json_object *j = hc_test_load_json(hc_test_path(HC_TEST_DATA, "golden/stories260K.json"));
+    ck_assert_ptr_nonnull(j);
+    json_object *fb, *gi;
+    ck_assert(json_object_object_get_ex(j, "from_bos", &fb));
+    ck_assert(json_object_object_get_ex(fb, "greedy_ids", &gi));
+    int32_t ids[1024];
+    int n = hc_test_json_ints(gi, ids, 1024);
+    ck_assert_int_gt(n, 10);
+    ck_assert_int_le(n, 1024);
+    size_t dn;
+    char *dec = decode(t, ids, n, &dn);
+    /* The first piece carries SentencePiece's word-start space. */
+    static const char want[] = "Once upon a time, there was a little girl named Lily";
+    ck_assert_int_eq(dec[0], ' ');
+    ck_assert_msg(strncmp(dec + 1, want, sizeof want - 1) == 0, "decoded: \"%.80s\"", dec);
+    free(dec);
+    json_object_put(j);
+    hc_tokenizer_free(t);
+}
+END_TEST
+
+/* ---- a hand-made vocab ----------------------------------------------------------
+ * A GGUF v3 image written byte by byte here (independently of the project's
+ * writer), so each rule of the algorithm can be checked in isolation. */
+
+typedef struct buf {
+    unsigned char *p;
+    size_t n, cap;
+} buf;
+
+static void put(buf *b, const void *src, size_t n)
+{
+    if (b->n + n > b->cap) {
+        b->cap = 2 * (b->n + n) + 64;
+        b->p = realloc(b->p, b->cap);
+        ck_assert_ptr_nonnull(b->p);
+    }
+    memcpy(b->p + b->n, src, n);
+    b->n += n;
+}
+static void put_u32(buf *b, uint32_t v) { put(b, &v, 4); }
+static void put_u64(buf *b, uint64_t v) { put(b, &v, 8); }
+static void put_str(buf *b, const char *s)
+{
+    put_u64(b, strlen(s));
+    put(b, s, strlen(s));
+}
+static void kv_str(buf *b, const char *k, const char *v)
+{
+    put_str(b, k);
+    put_u32(b, HC_GGUF_STRING);
+    put_str(b, v);
+}
+static void kv_u32(buf *b, const char *k, uint32_t v)
+{
+    put_str(b, k);
+    put_u32(b, HC_GGUF_U32);
+    put_u32(b, v);
+}
+static void kv_bool(buf *b, const char *k, int v)
+{
+    unsigned char c = (unsigned char)v;
+    put_str(b, k);
+    put_u32(b, HC_GGUF_BOOL);
+    put(b, &c, 1);
+}
+
+typedef struct piece_def {
+    const char *text;
+    float score;
+    int32_t type;
+} piece_def;
+
+/* The vocab every mini test uses (ids are the indices). */
+static const piece_def mini_vocab[] = {
+    {"<unk>", 0, 2},      {"<s>", 0, 3},     {"</s>", 0, 3},
+    {"<0x63>", 0, 6},     /* 'c' */
+    {"<0xC3>", 0, 6},     {"<0xA9>", 0, 6},  /* the two bytes of e-acute */
+    {"<0xFF>", 0, 6},
+    {SPACE, -5, 1},       /* 7 */
+    {"a", -5, 1},         {"b", -5, 1},      /* 8, 9 */
+    {"ab", -1, 1},        {"ba", -1, 1},     /* 10, 11: equal scores */
+    {"<", -5, 1},         {"s", -5, 1},      {">", -5, 1}, /* 12..14 */
+    {"<s", -2, 1},        /* 15: "<s>" itself is only the control token */
+    {SPACE "b", -0.5f, 1}, /* 16 */
+    {"aa", -3, 1},        /* 17: lower score than "ab" */
+    {"x", -5, 5},         /* 18: unused pieces never match */
+};
+#define MINI_N ((int)(sizeof mini_vocab / sizeof mini_vocab[0]))
+
+/* What to leave out or break in the image. */
+enum {
+    MINI_OK = 0,
+    MINI_NO_TOKENIZER = 1 << 0,
+    MINI_GPT2 = 1 << 1,
+    MINI_SHORT_SCORES = 1 << 2,
+    MINI_BAD_BOS = 1 << 3,
+    MINI_NO_TOKENS = 1 << 4,
+    MINI_NO_SPACE_PREFIX = 1 << 5,
+    MINI_BAD_TYPE = 1 << 6,
+};
+
+static unsigned char *mini_gguf(int flags, size_t *len)
+{
+    buf b = {0};
+    int tok = !(flags & MINI_NO_TOKENIZER);
+    uint64_t n_kv = 1;
+    if (tok)
+        n_kv += 7 + !(flags & MINI_NO_TOKENS) + !!(flags & MINI_NO_SPACE_PREFIX);
+    put(&b, "GGUF", 4);
+    put_u32(&b, 3);
+    put_u64(&b, 0);    /* tensors */
+    put_u64(&b, n_kv);
+    kv_str(&b, "general.architecture", "llama");
+    if (tok) {
+        kv_str(&b, "tokenizer.ggml.model", flags & MINI_GPT2 ? "gpt2" : "llama");
+        if (!(flags & MINI_NO_TOKENS)) {
+            put_str(&b, "tokenizer.ggml.tokens");
+            put_u32(&b, HC_GGUF_ARRAY);
+            put_u32(&b, HC_GGUF_STRING);
+            put_u64(&b, MINI_N);
+            for (int i = 0; i < MINI_N; i++)
+                put_str(&b, mini_vocab[i].text);
+        }
+        int n_scores = flags & MINI_SHORT_SCORES ? MINI_N - 1 : MINI_N;
+        put_str(&b, "tokenizer.ggml.scores");
+        put_u32(&b, HC_GGUF_ARRAY);
+        put_u32(&b, HC_GGUF_F32);
+        put_u64(&b, (uint64_t)n_scores);
+        for (int i = 0; i < n_scores; i++)
+            put(&b, &mini_vocab[i].score, 4);
+        put_str(&b, "tokenizer.ggml.token_type");
+        put_u32(&b, HC_GGUF_ARRAY);
+        put_u32(&b, HC_GGUF_I32);
+        put_u64(&b, MINI_N);
+        for (int i = 0; i < MINI_N; i++) {
+            int32_t ty = (flags & MINI_BAD_TYPE) && i == 9 ? 42 : mini_vocab[i].type;
+            put(&b, &ty, 4);
+        }
+        kv_u32(&b, "tokenizer.ggml.bos_token_id", flags & MINI_BAD_BOS ? MINI_N : 1);
+        kv_u32(&b, "tokenizer.ggml.eos_token_id", 2);
+        kv_u32(&b, "tokenizer.ggml.unknown_token_id", 0);
+        kv_bool(&b, "tokenizer.ggml.add_bos_token", 0);
+        if (flags & MINI_NO_SPACE_PREFIX)
+            kv_bool(&b, "tokenizer.ggml.add_space_prefix", 0);
+    }
+    /* Pad to the default alignment: the (empty) data section starts there. */
+    while (b.n % HC_GGUF_DEFAULT_ALIGNMENT)
+        put(&b, "", 1);
+    *len = b.n;
+    return b.p;
+}
+
+typedef struct mini {
+    unsigned char *img;
+    hc_gguf *g;
+    hc_tokenizer *t;
+} mini;
+
+static mini mini_open(int flags)
+{
+    mini m = {0};
+    size_t len;
+    char err[256] = "";
+    m.img = mini_gguf(flags, &len);
+    m.g = hc_gguf_open_memory(m.img, len, err, sizeof err);
+    ck_assert_msg(m.g != NULL, "hand-made GGUF rejected: %s", err);
+    m.t = hc_tokenizer_load(m.g);
+    return m;
+}
+
+static void mini_close(mini *m)
+{
+    hc_tokenizer_free(m->t);
+    hc_gguf_close(m->g);
+    free(m->img);
+}
+
+/* Encode s (no BOS) and compare with the expected ids (terminated by -1). */
+static void expect(const hc_tokenizer *t, const char *s, const int32_t *want)
+{
+    int32_t got[64];
+    int n_want = 0;
+    while (want[n_want] >= 0)
+        n_want++;
+    int n = hc_tokenizer_encode(t, s, strlen(s), 0, got, 64);
+    ck_assert_msg(n == n_want && memcmp(got, want, (size_t)n * sizeof *got) == 0,
+                  "\"%s\": got%s, want%s", s, ids_str(got, n), ids_str(want, n_want));
+}
+#define EXPECT(t, s, ...) expect(t, s, (const int32_t[]){__VA_ARGS__, -1})
+
+START_TEST(mini_rules)
+{
+    mini m = mini_open(MINI_OK);
+    ck_assert_msg(m.t != NULL, "%s", hc_last_error());
+    const hc_tokenizer *t = m.t;
+
+    /* "ab" and "ba" score the same: the leftmost pair merges first. */
+    EXPECT(t, "aba", 7, 10, 8);
+    /* The higher score wins even to the right: "ab" (-1) before "aa" (-3). */
+    EXPECT(t, "aab", 7, 8, 10);
+    EXPECT(t, "aa", 7, 17);
+    /* Spaces become U+2581 and merge like any character. */
+    EXPECT(t, "a b", 7, 8, 16);
+    EXPECT(t, " ", 7, 7);
+    EXPECT(t, "b", 16);
+    /* Byte fallback, and <unk> for a byte without a byte token. */
+    EXPECT(t, "c", 7, 3);
+    EXPECT(t, "d", 7, 0);
+    EXPECT(t, "\xc3\xa9", 7, 4, 5);
+    /* Invalid UTF-8: a stray byte, a truncated sequence, a lead byte followed
+     * by a non-continuation byte — each bad byte stands alone. */
+    EXPECT(t, "\xff", 7, 6);
+    EXPECT(t, "a\xc3", 7, 8, 4);
+    EXPECT(t, "\xc3" "a", 7, 4, 8);
+    EXPECT(t, "\xa9\xa9", 7, 5, 5);
+    /* Control pieces are never produced from text; unused ones neither. */
+    EXPECT(t, "<s>", 7, 15, 14);
+    EXPECT(t, "x", 7, 0);
+
+    /* Empty text: nothing, or only BOS; this vocab says add_bos_token false. */
+    int32_t ids[4] = {-1, -1, -1, -1};
+    ck_assert_int_eq(hc_tokenizer_encode(t, "", 0, 0, ids, 4), 0);
+    ck_assert_int_eq(hc_tokenizer_encode(t, "", 0, 1, ids, 4), 1);
+    ck_assert_int_eq(ids[0], 1);
+    ck_assert_int_eq(hc_tokenizer_encode(t, "a", 1, -1, ids, 4), 2);
+    ck_assert_int_eq(ids[0], 7);
+    ck_assert_int_eq(hc_tokenizer_add_bos_default(t), 0);
+    /* len is honoured: bytes past it are not read. */
+    ck_assert_int_eq(hc_tokenizer_encode(t, "abzzz", 2, 0, ids, 4), 2);
+    ck_assert_int_eq(ids[1], 10);
+    ck_assert_int_eq(hc_tokenizer_encode(t, "a", 1, 0, NULL, 4), -1);
+    mini_close(&m);
+
+    m = mini_open(MINI_NO_SPACE_PREFIX);
+    ck_assert_msg(m.t != NULL, "%s", hc_last_error());
+    EXPECT(m.t, "ab", 10);
+    EXPECT(m.t, " b", 16);
+    mini_close(&m);
+}
+END_TEST
+
+START_TEST(mini_pieces)
+{
+    mini m = mini_open(MINI_OK);
+    ck_assert_msg(m.t != NULL, "%s", hc_last_error());
+    const hc_tokenizer *t = m.t;
+    char b[16];
+    ck_assert_int_eq(hc_tokenizer_piece(t, 16, b, sizeof b), 2);
+    ck_assert_mem_eq(b, " b", 2);
+    ck_assert_int_eq(hc_tokenizer_piece(t, 7, b, sizeof b), 1);
+    ck_assert_int_eq(b[0], ' ');
+    ck_assert_int_eq(hc_tokenizer_piece(t, 10, b, sizeof b), 2);
+    ck_assert_mem_eq(b, "ab", 2);
+    ck_assert_int_eq(hc_tokenizer_piece(t, 3, b, sizeof b), 1);
+    ck_assert_int_eq(b[0], 'c');
+    ck_assert_int_eq(hc_tokenizer_piece(t, 6, b, sizeof b), 1);
+    ck_assert_int_eq((unsigned char)b[0], 0xFF);
+    ck_assert_int_eq(hc_tokenizer_piece(t, 1, b, sizeof b), 0); /* BOS */
+    ck_assert_int_eq(hc_tokenizer_piece(t, 2, b, sizeof b), 0); /* EOS */
+    ck_assert_int_eq(hc_tokenizer_piece(t, 0, b, sizeof b), 5);
+    ck_assert_mem_eq(b, "<unk>", 5);
+    /* Short buffer: full length back, nothing written past bufsize. */
+    memset(b, '#', sizeof b);
+    ck_assert_int_eq(hc_tokenizer_piece(t, 16, b, 1), 2);
+    ck_assert_int_eq(b[0], ' ');
+    ck_assert_int_eq(b[1], '#');
+    ck_assert_int_eq(hc_tokenizer_piece(t, 16, NULL, 0), 2);
+    ck_assert_int_eq(hc_tokenizer_piece(t, MINI_N, b, sizeof b), -1);
+    ck_assert_int_eq(hc_tokenizer_piece(t, -1, b, sizeof b), -1);
+    mini_close(&m);
+}
+END_TEST
+
+static void expect_load_error(int flags, const char *needle)
+{
+    mini m = mini_open(flags);
+    ck_assert_msg(m.t == NULL, "flags %#x: loaded anyway", flags);
+    ck_assert_msg(strstr(hc_last_error(), needle) != NULL, "flags %#x: error \"%s\" lacks \"%s\"",
+                  flags, hc_last_error(), needle);
+    mini_close(&m);
+}
+
+START_TEST(load_errors)
+{
+    expect_load_error(MINI_NO_TOKENIZER, "tokenizer.ggml.model");
+    expect_load_error(MINI_GPT2, "gpt2");
+    expect_load_error(MINI_SHORT_SCORES, "scores");
+    expect_load_error(MINI_BAD_BOS, "bos_token_id");
+    expect_load_error(MINI_NO_TOKENS, "tokenizer.ggml.tokens");
+    expect_load_error(MINI_BAD_TYPE, "token_type");
+    ck_assert_ptr_null(hc_tokenizer_load(NULL));
+    hc_tokenizer_free(NULL);
+}
+END_TEST
+
+/* A long text stays fast: quadratic merging would take seconds here. */
+START_TEST(long_text)
+{
+    hc_gguf *g = open_or_fail(hc_test_path(HC_TEST_DATA, "tokenizer/ggml-vocab-llama-spm.gguf"));
+    hc_tokenizer *t = load_or_fail(g);
+    hc_gguf_close(g);
+    static const char unit[] = "The quick brown fox jumps over the lazy dog. \xc3\xa9\xe2\x82\xac ";
+    const size_t reps = 20000, ul = sizeof unit - 1;
+    char *text = malloc(ul * reps);
+    ck_assert_ptr_nonnull(text);
+    for (size_t i = 0; i < reps; i++)
+        memcpy(text + i * ul, unit, ul);
+    int n = hc_tokenizer_encode(t, text, ul * reps, 0, NULL, 0);
+    ck_assert_int_gt(n, (int)reps * 10);
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    ck_assert_ptr_nonnull(ids);
+    ck_assert_int_eq(hc_tokenizer_encode(t, text, ul * reps, 0, ids, n), n);
+    size_t dn;
+    char *dec = decode(t, ids, n, &dn);
+    ck_assert_uint_eq(dn, ul * reps + 1);
+    ck_assert(memcmp(dec + 1, text, ul * reps) == 0);
+    free(dec);
+    free(ids);
+    free(text);
+    hc_tokenizer_free(t);
+}
+END_TEST
+
+static Suite *tokenizer_suite(void)
+{
+    Suite *s = suite_create("tokenizer");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, vocab_vectors);
+    tcase_add_test(tc, golden_prompt_stories260K);
+    tcase_add_test(tc, golden_prompt_relu2M);
+    tcase_add_test(tc, greedy_story_decodes);
+    tcase_add_test(tc, mini_rules);
+    tcase_add_test(tc, mini_pieces);
+    tcase_add_test(tc, load_errors);
+    tcase_add_test(tc, long_text);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(tokenizer_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,23 @@
+/* Small helpers shared by the Check suites. */
+#ifndef HC_TEST_UTIL_H
+#define HC_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+/* "<dir>/<name>" in a static rotating buffer (valid for a few calls). */
+const char *hc_test_path(const char *dir, const char *name);
+/* Whole file into malloc'd memory (NUL-terminated); NULL on failure. */
+char *hc_test_read_file(const char *path, size_t *len);
+/* Parse a JSON file; NULL on failure. Free with json_object_put(). */
+json_object *hc_test_load_json(const char *path);
+/* Fill an int32 array from a JSON array of integers; returns its length. */
+int hc_test_json_ints(json_object *arr, int32_t *out, int max);
+/* A scratch directory unique to this process (created once). */
+const char *hc_test_tmpdir(void);
+/* Number of threads to use when a test wants "more than one": 2. */
+#define HC_TEST_THREADS 2
+
+#endif

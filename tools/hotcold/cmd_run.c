@@ -1,0 +1,298 @@
+/*
+ * `hotcold run`: load a model, feed a prompt, stream generated text, and end
+ * with load time and prompt/decode speeds (with the weight bandwidth the
+ * decode speed implies).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "hotcold/hotcold.h"
+#include "tool_util.h"
+
+typedef struct run_opts {
+    const char *model;
+    const char *prompt;
+    const char *device;
+    int n_predict;
+    int n_threads;
+    int n_ctx;
+    int n_batch;
+    int ignore_eos;
+    int verbose;
+    int seed_given;
+    hc_sampler_params sp;
+} run_opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hotcold run [options]\n"
+            "\n"
+            "Generate text.  Without -m, runs the model shipped in models/ (%s).\n"
+            "\n"
+            "  -m, --model FILE        GGUF model to run\n"
+            "  -p, --prompt TEXT       prompt (default: empty, start from BOS)\n"
+            "  -f, --file FILE         read the prompt from a file\n"
+            "  -n, --n-predict N       tokens to generate (default 256; -1 = until EOS or\n"
+            "                          the context is full)\n"
+            "  -t, --threads N         CPU threads (default: all cores)\n"
+            "  -c, --ctx-size N        context size in tokens (default: the model's)\n"
+            "  -b, --batch-size N      prompt tokens per forward pass (default 64)\n"
+            "      --temp T            temperature; 0 = greedy (default 0.8)\n"
+            "      --top-k N           keep the N most likely tokens; 0 = off (default 40)\n"
+            "      --top-p P           nucleus sampling; 1 = off (default 0.95)\n"
+            "      --min-p P           drop tokens below P x the top probability (default 0.05)\n"
+            "      --repeat-penalty R  penalise recent tokens; 1 = off (default 1.0)\n"
+            "      --repeat-last-n N   tokens the penalty looks back over (default 64)\n"
+            "  -s, --seed N            sampling seed (default: random, printed at the end)\n"
+            "      --device SPEC       device to run on: cpu (default), cpu:0, ...\n"
+            "      --ignore-eos        keep generating past the end-of-sequence token\n"
+            "  -v, --verbose           log plugin discovery and loading\n"
+            "  -h, --help              this text\n",
+            HC_DEFAULT_MODEL_NAME);
+}
+
+enum {
+    OPT_TEMP = 1000,
+    OPT_TOP_K,
+    OPT_TOP_P,
+    OPT_MIN_P,
+    OPT_REPEAT_PENALTY,
+    OPT_REPEAT_LAST_N,
+    OPT_DEVICE,
+    OPT_IGNORE_EOS
+};
+
+static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
+{
+    static const struct option longopts[] = {
+        {"model", required_argument, 0, 'm'},
+        {"prompt", required_argument, 0, 'p'},
+        {"file", required_argument, 0, 'f'},
+        {"n-predict", required_argument, 0, 'n'},
+        {"threads", required_argument, 0, 't'},
+        {"ctx-size", required_argument, 0, 'c'},
+        {"batch-size", required_argument, 0, 'b'},
+        {"seed", required_argument, 0, 's'},
+        {"temp", required_argument, 0, OPT_TEMP},
+        {"top-k", required_argument, 0, OPT_TOP_K},
+        {"top-p", required_argument, 0, OPT_TOP_P},
+        {"min-p", required_argument, 0, OPT_MIN_P},
+        {"repeat-penalty", required_argument, 0, OPT_REPEAT_PENALTY},
+        {"repeat-last-n", required_argument, 0, OPT_REPEAT_LAST_N},
+        {"device", required_argument, 0, OPT_DEVICE},
+        {"ignore-eos", no_argument, 0, OPT_IGNORE_EOS},
+        {"verbose", no_argument, 0, 'v'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:p:f:n:t:c:b:s:vh", longopts, NULL)) != -1) {
+        int ok = 1;
+        switch (c) {
+        case 'm': o->model = optarg; break;
+        case 'p': o->prompt = optarg; break;
+        case 'f':
+            free(*prompt_buf);
+            *prompt_buf = hc_tool_read_text(optarg);
+            if (!*prompt_buf)
+                return -1;
+            o->prompt = *prompt_buf;
+            break;
+        case 'n': ok = hc_tool_parse_int(optarg, -1, INT_MAX, &o->n_predict); break;
+        case 't': ok = hc_tool_parse_int(optarg, 1, 1024, &o->n_threads); break;
+        case 'c': ok = hc_tool_parse_int(optarg, 1, 1 << 24, &o->n_ctx); break;
+        case 'b': ok = hc_tool_parse_int(optarg, 1, 1 << 16, &o->n_batch); break;
+        case 's': ok = hc_tool_parse_u64(optarg, &o->sp.seed); o->seed_given = 1; break;
+        case OPT_TEMP: ok = hc_tool_parse_float(optarg, 0.0f, 100.0f, &o->sp.temp); break;
+        case OPT_TOP_K: ok = hc_tool_parse_int(optarg, 0, INT_MAX, &o->sp.top_k); break;
+        case OPT_TOP_P: ok = hc_tool_parse_float(optarg, 0.0f, 1.0f, &o->sp.top_p); break;
+        case OPT_MIN_P: ok = hc_tool_parse_float(optarg, 0.0f, 1.0f, &o->sp.min_p); break;
+        case OPT_REPEAT_PENALTY:
+            ok = hc_tool_parse_float(optarg, 0.01f, 100.0f, &o->sp.repeat_penalty);
+            break;
+        case OPT_REPEAT_LAST_N:
+            ok = hc_tool_parse_int(optarg, 0, 1 << 20, &o->sp.repeat_last_n);
+            break;
+        case OPT_DEVICE: o->device = optarg; break;
+        case OPT_IGNORE_EOS: o->ignore_eos = 1; break;
+        case 'v': o->verbose = 1; break;
+        case 'h': usage(stdout); return 1;
+        default: usage(stderr); return -1;
+        }
+        if (!ok) {
+            fprintf(stderr, "hotcold run: bad value '%s' for %s (see --help)\n", optarg,
+                    hc_tool_option_name(longopts, c));
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "hotcold run: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+/* Print a token's text; the first piece after BOS drops SentencePiece's
+ * dummy-prefix space. */
+static void emit_piece(const hc_model *m, int32_t id, int *first)
+{
+    char piece[256];
+    int len = hc_model_token_piece(m, id, piece, (int)sizeof piece);
+    if (len <= 0)
+        return;
+    const char *s = piece;
+    if (*first && s[0] == ' ') {
+        s++;
+        len--;
+    }
+    *first = 0;
+    fwrite(s, 1, (size_t)len, stdout);
+    fflush(stdout);
+}
+
+static int generate(hc_model *m, hc_context *ctx, hc_sampler *smp, const run_opts *o,
+                    hc_run_stats *st)
+{
+    hc_model_desc desc;
+    hc_model_describe(m, &desc);
+    const char *text = o->prompt ? o->prompt : "";
+    int n_prompt = hc_model_tokenize(m, text, strlen(text), 1, NULL, 0);
+    int rc = -1;
+    float *logits = malloc((size_t)desc.n_vocab * sizeof *logits);
+    int32_t *prompt = malloc((size_t)(n_prompt > 0 ? n_prompt : 1) * sizeof *prompt);
+    if (!logits || !prompt || n_prompt < 1) {
+        fprintf(stderr, "hotcold run: %s\n", n_prompt < 1 ? hc_last_error() : "out of memory");
+        goto out;
+    }
+    hc_model_tokenize(m, text, strlen(text), 1, prompt, n_prompt);
+    if (n_prompt > hc_context_n_ctx(ctx)) {
+        fprintf(stderr,
+                "hotcold run: the prompt is %d tokens but the context holds %d (raise -c)\n",
+                n_prompt, hc_context_n_ctx(ctx));
+        goto out;
+    }
+    int first = 1;
+    for (int i = 0; i < n_prompt; i++) {
+        if (prompt[i] != hc_model_token_bos(m))
+            emit_piece(m, prompt[i], &first);
+        hc_sampler_accept(smp, prompt[i]);
+    }
+
+    double t0 = hc_tool_now();
+    if (hc_context_eval(ctx, prompt, n_prompt, logits)) {
+        fprintf(stderr, "\nhotcold run: %s\n", hc_last_error());
+        goto out;
+    }
+    st->prompt_tokens = n_prompt;
+    st->prompt_s = hc_tool_now() - t0;
+
+    t0 = hc_tool_now();
+    for (int i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
+        int32_t id = hc_sampler_sample(smp, logits, desc.n_vocab);
+        hc_sampler_accept(smp, id);
+        if (id == hc_model_token_eos(m) && !o->ignore_eos) {
+            st->stop_reason = "end of sequence";
+            break;
+        }
+        emit_piece(m, id, &first);
+        st->decode_tokens++;
+        if (o->n_predict >= 0 && i + 1 == o->n_predict)
+            break; /* no need to evaluate a token nobody will sample after */
+        if (hc_context_n_past(ctx) >= hc_context_n_ctx(ctx)) {
+            st->stop_reason = "context full (raise -c)";
+            break;
+        }
+        if (hc_context_eval(ctx, &id, 1, logits)) {
+            fprintf(stderr, "\nhotcold run: %s\n", hc_last_error());
+            goto out;
+        }
+        st->decode_evals++;
+    }
+    st->decode_s = hc_tool_now() - t0;
+    rc = 0;
+out:
+    printf("\n");
+    free(logits);
+    free(prompt);
+    return rc;
+}
+
+int hc_cmd_run(int argc, char **argv)
+{
+    run_opts o = {0};
+    char *prompt_buf = NULL, model_path[4096];
+    hc_engine *e = NULL;
+    hc_model *m = NULL;
+    hc_context *ctx = NULL;
+    hc_sampler *smp = NULL;
+    hc_run_stats st = {0};
+    int rc = 1;
+
+    o.n_predict = 256;
+    o.device = "cpu";
+    o.n_batch = 64;
+    o.sp = hc_sampler_default_params();
+    int pr = parse_args(argc, argv, &o, &prompt_buf);
+    if (pr) {
+        rc = pr > 0 ? 0 : 2;
+        goto out;
+    }
+    if (!o.seed_given)
+        o.sp.seed = hc_tool_random_seed();
+    if (o.verbose)
+        hc_log_set_level(HC_LOG_DEBUG);
+    if (!o.model) {
+        if (hc_tool_default_model(model_path, sizeof model_path)) {
+            fprintf(stderr, "hotcold run: no -m given and %s\n", hc_last_error());
+            goto out;
+        }
+        o.model = model_path;
+    }
+
+    double t0 = hc_tool_now();
+    hc_engine_params ep = hc_engine_default_params();
+    ep.n_threads = o.n_threads;
+    e = hc_engine_open(&ep);
+    if (!e) {
+        fprintf(stderr, "hotcold run: %s\n", hc_last_error());
+        goto out;
+    }
+    hc_model_params mp = hc_model_default_params();
+    mp.device = o.device;
+    m = hc_model_load(e, o.model, &mp);
+    if (!m) {
+        fprintf(stderr, "hotcold run: %s\n", hc_last_error());
+        goto out;
+    }
+    hc_context_params cp = hc_context_default_params();
+    cp.n_ctx = o.n_ctx;
+    cp.n_batch = o.n_batch;
+    ctx = hc_context_new(m, &cp);
+    smp = hc_sampler_new(&o.sp);
+    if (!ctx || !smp) {
+        fprintf(stderr, "hotcold run: %s\n", hc_last_error());
+        goto out;
+    }
+    st.load_s = hc_tool_now() - t0;
+    st.stop_reason = "token limit (-n)";
+    if (generate(m, ctx, smp, &o, &st) == 0) {
+        hc_tool_print_run_stats(stderr, e, m, &o.sp, &st);
+        rc = 0;
+    }
+out:
+    hc_sampler_free(smp);
+    hc_context_free(ctx);
+    hc_model_free(m);
+    hc_engine_close(e);
+    free(prompt_buf);
+    return rc;
+}

@@ -1,0 +1,181 @@
+#include "tool_util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int hc_tool_parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return 0;
+    *out = (int)v;
+    return 1;
+}
+
+int hc_tool_parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s == '-')
+        return 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || end == s || *end)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+int hc_tool_parse_float(const char *s, float lo, float hi, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+const char *hc_tool_option_name(const struct option *longopts, int val)
+{
+    static char buf[64];
+    for (const struct option *o = longopts; o->name; o++)
+        if (o->val == val) {
+            snprintf(buf, sizeof buf, "--%s", o->name);
+            return buf;
+        }
+    snprintf(buf, sizeof buf, "-%c", val);
+    return buf;
+}
+
+char *hc_tool_read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    if (!f) {
+        fprintf(stderr, "hotcold: cannot open '%s': %s\n", path, strerror(errno));
+        return NULL;
+    }
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                fprintf(stderr, "hotcold: out of memory reading '%s'\n", path);
+                free(buf);
+                buf = NULL;
+                goto out;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, 4096, f);
+        len += got;
+        if (got < 4096)
+            break;
+    }
+    if (ferror(f)) {
+        fprintf(stderr, "hotcold: error reading '%s'\n", path);
+        free(buf);
+        buf = NULL;
+        goto out;
+    }
+    buf[len] = 0;
+out:
+    fclose(f);
+    return buf;
+}
+
+double hc_tool_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t hc_tool_random_seed(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid()) %
+           4294967296u;
+}
+
+static int exe_dir(char *dir, size_t size)
+{
+    ssize_t n = readlink("/proc/self/exe", dir, size - 1);
+    if (n <= 0)
+        return -1;
+    dir[n] = 0;
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    return 0;
+}
+
+int hc_tool_default_model(char *path, size_t size)
+{
+    char dir[4096], tried[4 * 4096 + 64] = "";
+    char candidates[3][4096 + 64];
+    int n = 0;
+    if (exe_dir(dir, sizeof dir) == 0) {
+        /* build/bin/hotcold -> <repo>/models ; <prefix>/bin -> <prefix>/share */
+        snprintf(candidates[n++], sizeof candidates[0], "%s/../../models/%s", dir,
+                 HC_DEFAULT_MODEL_NAME);
+        snprintf(candidates[n++], sizeof candidates[0], "%s/../share/hotcold/models/%s", dir,
+                 HC_DEFAULT_MODEL_NAME);
+    }
+    snprintf(candidates[n++], sizeof candidates[0], "models/%s", HC_DEFAULT_MODEL_NAME);
+    for (int i = 0; i < n; i++) {
+        if (access(candidates[i], R_OK) == 0) {
+            char *real = realpath(candidates[i], NULL);
+            snprintf(path, size, "%s", real ? real : candidates[i]);
+            free(real);
+            return 0;
+        }
+        size_t len = strlen(tried);
+        snprintf(tried + len, sizeof tried - len, "%s%s", i ? ", " : "", candidates[i]);
+    }
+    fprintf(stderr, "hotcold: the default model %s was not found (looked in: %s)\n",
+            HC_DEFAULT_MODEL_NAME, tried);
+    return -1;
+}
+
+void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m,
+                             const hc_sampler_params *sp, const hc_run_stats *st)
+{
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    int threads = 0;
+    hc_device_report dr;
+    for (int i = 0; i < hc_engine_device_count(e); i++)
+        if (hc_engine_device_report(e, i, &dr) == 0 && dr.info.kind == HC_DEVICE_CPU)
+            threads = dr.info.n_threads;
+    fprintf(f, "\n--- %s (%s, %d layers, %s weights %.1f MiB) | %d threads | seed %" PRIu64
+               " | stop: %s\n",
+            d.name, d.arch, d.n_layer, hc_type_name((hc_type)d.weight_type),
+            (double)d.weight_bytes / (1 << 20), threads, sp->seed,
+            st->stop_reason ? st->stop_reason : "error");
+    fprintf(f, "load:   %8.1f ms\n", st->load_s * 1e3);
+    if (st->prompt_tokens > 0 && st->prompt_s > 0)
+        fprintf(f, "prompt: %8.1f ms for %d tokens = %.1f tok/s\n", st->prompt_s * 1e3,
+                st->prompt_tokens, st->prompt_tokens / st->prompt_s);
+    if (st->decode_evals > 0 && st->decode_s > 0) {
+        double tps = st->decode_evals / st->decode_s;
+        fprintf(f,
+                "decode: %8.1f ms for %d tokens = %.1f tok/s (weights read per token %.2f MiB: "
+                "%.2f GB/s)\n",
+                st->decode_s * 1e3, st->decode_evals, tps, (double)d.decode_bytes / (1 << 20),
+                tps * (double)d.decode_bytes / 1e9);
+    }
+}
