@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "hotcold/hotcold.h"
+#include "gguf.h"
 #include "quantize.h"
 #include "test_util.h"
 
@@ -202,6 +203,43 @@ static const char *f16_path(const char *model)
     return out;
 }
 
+/* stories260K without output.weight: its head must fall back to the tied
+ * token_embd (the shipped output.weight holds the same values, so the
+ * golden ids still apply). */
+static const char *untied_copy(void)
+{
+    static char out[4096];
+    char err[512];
+    snprintf(out, sizeof out, "%s", hc_test_path(hc_test_tmpdir(), "stories260K-tied.gguf"));
+    hc_gguf *g = hc_gguf_open(model_path("stories260K"), err, sizeof err);
+    ck_assert_msg(g != NULL, "%s", err);
+    hc_gguf_writer *w = hc_gguf_writer_new("GGUF", 3, 32);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        ck_assert_int_eq(hc_gguf_writer_copy_kv(w, &g->kv[i]), 0);
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (strcmp(g->tensors[i].name, "output.weight"))
+            ck_assert_int_eq(hc_gguf_writer_add_tensor(w, g->tensors[i].name,
+                                                       g->tensors[i].n_dims, g->tensors[i].ne,
+                                                       g->tensors[i].type),
+                             0);
+    ck_assert_msg(hc_gguf_writer_begin(w, out, err, sizeof err) == 0, "%s", err);
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (strcmp(g->tensors[i].name, "output.weight"))
+            ck_assert_msg(hc_gguf_writer_write_data(w, g->tensors[i].data, g->tensors[i].n_bytes,
+                                                    err, sizeof err) == 0,
+                          "%s", err);
+    ck_assert_msg(hc_gguf_writer_finish(w, err, sizeof err) == 0, "%s", err);
+    hc_gguf_writer_free(w);
+    hc_gguf_close(g);
+    return out;
+}
+
+START_TEST(stories260K_tied_embeddings)
+{
+    check_model("stories260K", untied_copy(), F32_LOGIT_REL);
+}
+END_TEST
+
 START_TEST(stories260K_f32)
 {
     check_model("stories260K", model_path("stories260K"), F32_LOGIT_REL);
@@ -325,6 +363,7 @@ static Suite *golden_suite(void)
     tcase_add_test(tc, stories260K_f32);
     tcase_add_test(tc, relu2M_f32);
     tcase_add_test(tc, reglu1M_f32);
+    tcase_add_test(tc, stories260K_tied_embeddings);
     tcase_add_test(tc, stories260K_f16);
     tcase_add_test(tc, relu2M_f16);
     tcase_add_test(tc, threads_agree);
