@@ -10,7 +10,7 @@
 
 hc_context_params hc_context_default_params(void)
 {
-    hc_context_params p = {sizeof p, 0, 64};
+    hc_context_params p = {sizeof p, 0, 64, 0};
     return p;
 }
 
@@ -20,19 +20,28 @@ static int alloc_activations(hc_context *c)
     const hc_hparams *hp = &c->m->hp;
     const uint64_t B = (uint64_t)c->n_batch;
     const uint64_t e = B * hp->n_embd * F32, ff = B * hp->n_ff * F32;
+    const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
+    const uint64_t ph = B * (uint64_t)(hp->max_pred_rank > 0 ? hp->max_pred_rank : 1) * F32;
     /* 256-byte alignment keeps every slice friendly to GPU offset rules. */
-    uint64_t sizes[9] = {e, e, e, e, e, ff, ff, (uint64_t)hp->n_vocab * F32, B * 4};
-    hc_ref *refs[9] = {&c->x,    &c->xn, &c->q,      &c->att, &c->o,
-                       &c->gate, &c->up, &c->logits, &c->pos};
+    uint64_t sizes[13] = {e, e, e, e, e, ff, ff, (uint64_t)hp->n_vocab * F32, B * 4, ph, ff,
+                          list, list};
+    hc_ref *refs[13] = {&c->x,      &c->xn,  &c->q,   &c->att, &c->o,   &c->gate,   &c->up,
+                        &c->logits, &c->pos, &c->ph,  &c->plog, &c->idx, &c->all_idx};
     uint64_t off = 0;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 13; i++) {
         refs[i]->off = off;
         off += (sizes[i] + 255) & ~(uint64_t)255;
     }
     if (hc_dev_alloc(&c->m->dev, off, &c->act_buf))
         return -1;
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 13; i++)
         refs[i]->buf = c->act_buf;
+    /* The dense FFN over a transposed down projection is axpy_rows over
+     * every row: upload that list once. */
+    for (int r = 0; r < hp->n_ff; r++)
+        c->host_idx[r] = r;
+    if (hc_dev_upload(&c->m->dev, c->all_idx, c->host_idx, list) || hc_dev_sync(&c->m->dev))
+        return -1;
     return 0;
 }
 
@@ -55,7 +64,16 @@ static int alloc_kv(hc_context *c)
 
 hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
 {
-    hc_context_params p = params ? *params : hc_context_default_params();
+    hc_context_params p = hc_context_default_params();
+    if (params) {
+        if (params->size == 0) {
+            hc_set_error("hc_context_new: params.size is 0 (start from "
+                         "hc_context_default_params())");
+            return NULL;
+        }
+        memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
+        p.size = sizeof p;
+    }
     hc_context *c = calloc(1, sizeof *c);
     if (!c) {
         hc_set_error("out of memory");
@@ -66,9 +84,17 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
     c->n_batch = p.n_batch > 0 ? p.n_batch : 64;
     if (c->n_batch > c->n_ctx)
         c->n_batch = c->n_ctx;
+    c->sparse_check = p.sparse_check && m->hp.sparse == HC_SPARSE_PREDICTOR;
+    const size_t bff = (size_t)c->n_batch * m->hp.n_ff;
     c->host_x = malloc((size_t)c->n_batch * m->hp.n_embd * F32);
     c->host_pos = malloc((size_t)c->n_batch * sizeof *c->host_pos);
-    if (!c->host_x || !c->host_pos) {
+    c->host_plog = malloc(bff * F32);
+    c->host_true = malloc(bff * F32);
+    c->host_idx = malloc((size_t)m->hp.n_ff * sizeof *c->host_idx);
+    c->host_mark = malloc((size_t)m->hp.n_ff);
+    c->acc = calloc((size_t)m->hp.n_layer, sizeof *c->acc);
+    if (!c->host_x || !c->host_pos || !c->host_plog || !c->host_true || !c->host_idx ||
+        !c->host_mark || !c->acc) {
         hc_set_error("out of memory");
         goto fail;
     }
@@ -96,6 +122,13 @@ void hc_context_free(hc_context *c)
     hc_dev_free(d, c->act_buf);
     free(c->host_x);
     free(c->host_pos);
+    free(c->host_plog);
+    free(c->host_true);
+    free(c->host_idx);
+    free(c->host_mark);
+    free(c->acc);
+    free(c->host_p);
+    free(c->host_h);
     free(c);
 }
 
@@ -112,6 +145,45 @@ int hc_context_n_past(const hc_context *c)
 void hc_context_reset(hc_context *c)
 {
     c->n_past = 0;
+    memset(c->acc, 0, (size_t)c->m->hp.n_layer * sizeof *c->acc);
+}
+
+int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out)
+{
+    if (layer < 0 || layer >= c->m->hp.n_layer) {
+        hc_set_error("no layer %d (the model has %d)", layer, c->m->hp.n_layer);
+        return -1;
+    }
+    const struct hc_sparse_layer_acc *a = &c->acc[layer];
+    memset(out, 0, sizeof *out);
+    out->forwards = a->forwards;
+    out->computed_frac = a->forwards ? a->computed / (double)a->forwards : 0.0;
+    out->checked = a->checked_tokens > 0;
+    if (out->checked) {
+        out->recall = a->n_true ? (double)a->n_pred_true / (double)a->n_true : 1.0;
+        out->precision = a->n_pred ? (double)a->n_pred_true / (double)a->n_pred : 1.0;
+        out->true_frac = (double)a->n_true / ((double)a->checked_tokens * c->m->hp.n_ff);
+    }
+    return 0;
+}
+
+int hc_context_set_ffn_observer(hc_context *c, hc_ffn_observer fn, void *user)
+{
+    const hc_hparams *hp = &c->m->hp;
+    if (fn && !c->host_p) {
+        c->host_p = malloc((size_t)c->n_batch * hp->n_embd * F32);
+        c->host_h = malloc((size_t)c->n_batch * hp->n_ff * F32);
+        if (!c->host_p || !c->host_h) {
+            free(c->host_p);
+            free(c->host_h);
+            c->host_p = c->host_h = NULL;
+            hc_set_error("out of memory for the FFN observer's buffers");
+            return -1;
+        }
+    }
+    c->observer = fn;
+    c->observer_user = user;
+    return 0;
 }
 
 int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits)

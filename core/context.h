@@ -24,6 +24,10 @@ struct hc_context {
     hc_ref up;     /* FFN up            [n_batch][n_ff]   */
     hc_ref logits; /* last token        [n_vocab]         */
     hc_ref pos;    /* positions         int32[n_batch]    */
+    hc_ref ph;     /* predictor hidden  [n_batch][max H]  */
+    hc_ref plog;   /* predictor logits / dense gate for the oracle [n_batch][n_ff] */
+    hc_ref idx;    /* active rows       int32[n_ff]       */
+    hc_ref all_idx;/* 0..n_ff-1: dense FFN over down^T    */
 
     /* KV cache: per layer, [n_ctx][n_head_kv * head_dim] F32. */
     hc_buffer **k_cache;
@@ -32,6 +36,25 @@ struct hc_context {
     /* Host staging for the embedding rows and positions. */
     float *host_x;
     int32_t *host_pos;
+
+    /* Sparse FFN: the row list is built on the host from downloaded logits. */
+    int sparse_check;
+    float *host_plog;     /* [n_batch][n_ff] */
+    float *host_true;     /* [n_batch][n_ff] dense h, for recall checks */
+    int32_t *host_idx;    /* [n_ff] */
+    uint8_t *host_mark;   /* [n_ff] */
+    struct hc_sparse_layer_acc {
+        int64_t forwards;
+        double computed;  /* sum of |rows| / n_ff */
+        int64_t checked_tokens;
+        int64_t n_true, n_pred_true, n_pred; /* counts for recall and precision */
+    } *acc;
+
+    /* FFN observer (profiling, predictor training). */
+    hc_ffn_observer observer;
+    void *observer_user;
+    float *host_p;        /* [n_batch][n_embd] */
+    float *host_h;        /* [n_batch][n_ff]   */
 };
 
 /* Run tokens [0, n) (n <= n_batch) at positions n_past.. and, if logits is

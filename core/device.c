@@ -128,6 +128,20 @@ int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc
     return check(d, d->ops->matmul(d->stream, t, w, rows, cols, x, n, y), "matmul");
 }
 
+int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                       int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    return check(d, d->ops->matvec_rows(d->stream, t, w, rows, cols, x, n, idx, n_idx, y),
+                 "matvec_rows");
+}
+
+int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols, hc_ref h,
+                     int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    return check(d, d->ops->axpy_rows(d->stream, t, wt, rows, cols, h, n, idx, n_idx, y),
+                 "axpy_rows");
+}
+
 int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps)
 {
     if (!HC_DEV_HAS(d, rmsnorm))

@@ -41,6 +41,10 @@ int hc_dev_sync(hc_dev *d);
 /* The ops, with the semantics documented in plugin.h.  0 or -1. */
 int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
                   int64_t n, hc_ref y);
+int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                       int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols, hc_ref h,
+                     int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
 int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps);
 int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
                 int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode);

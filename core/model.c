@@ -6,15 +6,18 @@
  */
 #include "model.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "ref/ref.h"
 
-/* Architectures whose forward pass is the llama one (bamboo etc. come with
- * the sparse path). */
-static const char *const supported_arch[] = {"llama"};
+/* Architectures whose forward pass is the llama one.  bamboo (PowerInfer's
+ * Bamboo, Mistral-style attention) differs only in its dReLU FFN. */
+static const char *const supported_arch[] = {"llama", "bamboo"};
 
 static int is_computable(uint32_t type)
 {
@@ -82,9 +85,16 @@ static int read_hparams(hc_model *m)
     for (size_t i = 0; i < sizeof supported_arch / sizeof supported_arch[0]; i++)
         known |= !strcmp(m->arch, supported_arch[i]);
     if (!known) {
-        hc_set_error("%s: unknown architecture '%s' (supported: llama)", m->path, m->arch);
+        hc_set_error("%s: unknown architecture '%s' (supported: llama, bamboo)", m->path, m->arch);
         return -1;
     }
+    hp->is_pwri = hc_gguf_is_pwri(m->gguf);
+    /* PowerInfer's files carry no activation key: a PWRI llama is ReGLU
+     * (ReluLLaMA, ProSparse), bamboo is dReLU.  Plain llama is SwiGLU. */
+    if (!strcmp(m->arch, "bamboo"))
+        snprintf(act, sizeof act, "relu_both");
+    else if (hp->is_pwri)
+        snprintf(act, sizeof act, "relu");
     if (hc_gguf_get_strbuf(m->gguf, "general.name", m->name, sizeof m->name))
         snprintf(m->name, sizeof m->name, "%s", m->arch);
 
@@ -136,9 +146,11 @@ static int read_hparams(hc_model *m)
         hp->ffn_act = HC_GLU_SILU;
     else if (!strcmp(act, "relu") || !strcmp(act, "reglu"))
         hp->ffn_act = HC_GLU_RELU;
+    else if (!strcmp(act, "relu_both") || !strcmp(act, "drelu"))
+        hp->ffn_act = HC_GLU_RELU_BOTH;
     else {
-        hc_set_error("%s: unknown FFN activation %s = '%s' (supported: silu, relu)", m->path,
-                     key, act);
+        hc_set_error("%s: unknown FFN activation %s = '%s' (supported: silu, relu, drelu)",
+                     m->path, key, act);
         return -1;
     }
     if (hp->ffn_act == HC_GLU_SILU && hp->ffn_gate_shift != 0.0f) {
@@ -192,8 +204,18 @@ static int bind(hc_model *m, hc_weight *w, const char *name, int64_t cols, int64
     w->rows = vector ? 1 : rows;
     w->bytes = t->n_bytes;
     w->host = t->data;
+    w->from_file = 1;
     w->ref.off = t->offset; /* relative to the data section; rebased in place_weights */
     return 0;
+}
+
+/* A matrix of `cols` columns whose row count is whatever the file says
+ * (predictor ranks differ per layer). */
+static int bind_any_rows(hc_model *m, hc_weight *w, const char *name, int64_t cols)
+{
+    const hc_gguf_tensor *t = hc_gguf_find_tensor(m->gguf, name);
+    int64_t rows = t && t->n_dims == 2 && t->ne[1] <= (1u << 24) ? (int64_t)t->ne[1] : -1;
+    return bind(m, w, name, cols, rows, 0);
 }
 
 static int bind_layer(hc_model *m, int il)
@@ -201,19 +223,32 @@ static int bind_layer(hc_model *m, int il)
     const hc_hparams *hp = &m->hp;
     hc_layer *l = &m->layers[il];
     const int64_t e = hp->n_embd, kv = (int64_t)hp->n_head_kv * hp->head_dim, ff = hp->n_ff;
-    char n[9][64];
-    static const char *const suffix[9] = {"attn_norm", "attn_q", "attn_k",
-                                          "attn_v",    "attn_output", "ffn_norm",
-                                          "ffn_gate",  "ffn_up", "ffn_down"};
-    for (int i = 0; i < 9; i++)
+    char n[12][64];
+    static const char *const suffix[12] = {"attn_norm", "attn_q",   "attn_k",     "attn_v",
+                                           "attn_output", "ffn_norm", "ffn_gate", "ffn_up",
+                                           "ffn_down",  "ffn_down_t", "fc1",      "fc2"};
+    for (int i = 0; i < 12; i++)
         snprintf(n[i], sizeof n[i], "blk.%d.%s.weight", il, suffix[i]);
-    return bind(m, &l->attn_norm, n[0], e, 1, 1) || bind(m, &l->wq, n[1], e, e, 0) ||
-                   bind(m, &l->wk, n[2], e, kv, 0) || bind(m, &l->wv, n[3], e, kv, 0) ||
-                   bind(m, &l->wo, n[4], e, e, 0) || bind(m, &l->ffn_norm, n[5], e, 1, 1) ||
-                   bind(m, &l->ffn_gate, n[6], e, ff, 0) || bind(m, &l->ffn_up, n[7], e, ff, 0) ||
-                   bind(m, &l->ffn_down, n[8], ff, e, 0)
-               ? -1
-               : 0;
+    if (bind(m, &l->attn_norm, n[0], e, 1, 1) || bind(m, &l->wq, n[1], e, e, 0) ||
+        bind(m, &l->wk, n[2], e, kv, 0) || bind(m, &l->wv, n[3], e, kv, 0) ||
+        bind(m, &l->wo, n[4], e, e, 0) || bind(m, &l->ffn_norm, n[5], e, 1, 1) ||
+        bind(m, &l->ffn_gate, n[6], e, ff, 0) || bind(m, &l->ffn_up, n[7], e, ff, 0))
+        return -1;
+    /* PWRI stores the down projection transposed and only that way. */
+    if (hc_gguf_find_tensor(m->gguf, n[9])) {
+        if (bind(m, &l->ffn_down_t, n[9], e, ff, 0))
+            return -1;
+    } else if (bind(m, &l->ffn_down, n[8], ff, e, 0)) {
+        return -1;
+    }
+    if (hc_gguf_find_tensor(m->gguf, n[10]) || hc_gguf_find_tensor(m->gguf, n[11])) {
+        if (bind_any_rows(m, &l->fc1, n[10], e))
+            return -1;
+        l->pred_rank = (int)l->fc1.rows;
+        if (bind(m, &l->fc2, n[11], l->pred_rank, ff, 0))
+            return -1;
+    }
+    return 0;
 }
 
 static int bind_all(hc_model *m)
@@ -246,10 +281,120 @@ static int bind_all(hc_model *m)
         hc_set_error("%s: out of memory", m->path);
         return -1;
     }
-    for (int il = 0; il < hp->n_layer; il++)
+    int with_pred = 0;
+    for (int il = 0; il < hp->n_layer; il++) {
         if (bind_layer(m, il))
             return -1;
+        with_pred += m->layers[il].pred_rank > 0;
+        if (m->layers[il].pred_rank > hp->max_pred_rank)
+            hp->max_pred_rank = m->layers[il].pred_rank;
+    }
+    if (with_pred != 0 && with_pred != hp->n_layer) {
+        hc_set_error("%s: only %d of %d layers have predictors (blk.N.fc1/fc2.weight)", m->path,
+                     with_pred, hp->n_layer);
+        return -1;
+    }
+    hp->has_predictor = with_pred == hp->n_layer;
     m->main_type = m->layers[0].ffn_up.type;
+    return 0;
+}
+
+/* Threshold: explicit parameter, else $LLAMA_SPARSE_PRED_THRESHOLD (the name
+ * PowerInfer users know), else the file's powerinfer.sparse_threshold. */
+static int resolve_threshold(hc_model *m, float param)
+{
+    const char *env = getenv("LLAMA_SPARSE_PRED_THRESHOLD");
+    if (!isnan(param)) {
+        m->hp.sparse_threshold = param;
+        return 0;
+    }
+    if (env && *env) {
+        char *end;
+        errno = 0;
+        float v = strtof(env, &end);
+        if (errno || *end || isnan(v)) {
+            hc_set_error("LLAMA_SPARSE_PRED_THRESHOLD='%s' is not a number", env);
+            return -1;
+        }
+        m->hp.sparse_threshold = v;
+        return 0;
+    }
+    m->hp.sparse_threshold = 0.0f;
+    if (hc_gguf_find_key(m->gguf, "powerinfer.sparse_threshold") >= 0 &&
+        hc_gguf_get_f32(m->gguf, "powerinfer.sparse_threshold", &m->hp.sparse_threshold)) {
+        hc_set_error("%s: powerinfer.sparse_threshold is not a float", m->path);
+        return -1;
+    }
+    return 0;
+}
+
+static int resolve_sparse_mode(hc_model *m, int requested)
+{
+    hc_hparams *hp = &m->hp;
+    static const char *const names[] = {"auto", "off", "oracle", "predictor"};
+    if (requested < HC_SPARSE_AUTO || requested > HC_SPARSE_PREDICTOR) {
+        hc_set_error("unknown sparse mode %d", requested);
+        return -1;
+    }
+    if (requested == HC_SPARSE_AUTO)
+        requested = hp->has_predictor ? HC_SPARSE_PREDICTOR : HC_SPARSE_OFF;
+    if (requested == HC_SPARSE_PREDICTOR && !hp->has_predictor) {
+        hc_set_error("%s: --sparse predictor needs predictors (blk.N.fc1/fc2.weight), which this "
+                     "file lacks; use --sparse oracle, or make them with hotcold "
+                     "train-predictor and hotcold pack",
+                     m->path);
+        return -1;
+    }
+    if (requested != HC_SPARSE_OFF && hp->ffn_act == HC_GLU_SILU) {
+        hc_set_error("%s: --sparse %s needs a ReLU-family FFN; this model's SwiGLU activation "
+                     "is never exactly zero",
+                     m->path, names[requested]);
+        return -1;
+    }
+    hp->sparse = requested;
+    return 0;
+}
+
+/* Sparse modes on a plain GGUF: build down^T at load.  F32 keeps the
+ * dequantized values exactly, so oracle mode stays exactly dense. */
+static int build_down_transposes(hc_model *m)
+{
+    const hc_hparams *hp = &m->hp;
+    int need = 0;
+    for (int il = 0; il < hp->n_layer; il++)
+        need += !hc_weight_present(&m->layers[il].ffn_down_t);
+    if (hp->sparse == HC_SPARSE_OFF || need == 0)
+        return 0;
+    const size_t per = (size_t)hp->n_ff * hp->n_embd;
+    m->down_t_host = malloc(per * (size_t)need * sizeof(float));
+    float *row = malloc((size_t)hp->n_ff * sizeof *row);
+    if (!m->down_t_host || !row) {
+        free(row);
+        hc_set_error("%s: out of memory transposing ffn_down for sparse mode (%zu MiB); "
+                     "hotcold pack stores it transposed",
+                     m->path, per * (size_t)need * sizeof(float) >> 20);
+        return -1;
+    }
+    HC_INFO("%s: transposing ffn_down of %d layers for the sparse FFN (f32, %zu MiB)", m->path,
+            need, per * (size_t)need * sizeof(float) >> 20);
+    float *dst = m->down_t_host;
+    for (int il = 0; il < hp->n_layer; il++) {
+        hc_layer *l = &m->layers[il];
+        if (hc_weight_present(&l->ffn_down_t))
+            continue;
+        const uint64_t rb = hc_type_row_size(l->ffn_down.type, hp->n_ff);
+        for (int64_t c = 0; c < hp->n_embd; c++) {
+            hc_ref_dequantize_row(l->ffn_down.type, (const uint8_t *)l->ffn_down.host + c * rb,
+                                  row, hp->n_ff);
+            for (int64_t r = 0; r < hp->n_ff; r++)
+                dst[r * hp->n_embd + c] = row[r];
+        }
+        l->ffn_down_t = (hc_weight){.name = l->ffn_down.name, .type = HC_TYPE_F32,
+                                    .rows = hp->n_ff, .cols = hp->n_embd,
+                                    .bytes = per * sizeof(float), .host = dst};
+        dst += per;
+    }
+    free(row);
     return 0;
 }
 
@@ -262,10 +407,11 @@ static int for_each_weight(hc_model *m, int (*fn)(hc_model *, hc_weight *))
             return -1;
     for (int il = 0; il < m->hp.n_layer; il++) {
         hc_layer *l = &m->layers[il];
-        hc_weight *w[9] = {&l->attn_norm, &l->wq,       &l->wk,     &l->wv,      &l->wo,
-                           &l->ffn_norm,  &l->ffn_gate, &l->ffn_up, &l->ffn_down};
-        for (int i = 0; i < 9; i++)
-            if (fn(m, w[i]))
+        hc_weight *w[12] = {&l->attn_norm, &l->wq,       &l->wk,       &l->wv,
+                            &l->wo,        &l->ffn_norm, &l->ffn_gate, &l->ffn_up,
+                            &l->ffn_down,  &l->ffn_down_t, &l->fc1,    &l->fc2};
+        for (int i = 0; i < 12; i++)
+            if (hc_weight_present(w[i]) && fn(m, w[i]))
                 return -1;
     }
     return 0;
@@ -302,8 +448,12 @@ static int upload_weight(hc_model *m, hc_weight *w)
     return 0;
 }
 
+/* Weights in the file live in the one wrapped buffer at their file
+ * offsets; weights built at load get buffers of their own. */
 static int rebase_weight(hc_model *m, hc_weight *w)
 {
+    if (!w->from_file)
+        return upload_weight(m, w);
     w->ref.buf = m->bufs[0];
     return 0;
 }
@@ -326,7 +476,7 @@ static int place_weights(hc_model *m)
 
 hc_model_params hc_model_default_params(void)
 {
-    hc_model_params p = {sizeof p, "cpu"};
+    hc_model_params p = {sizeof p, "cpu", HC_SPARSE_AUTO, NAN};
     return p;
 }
 
@@ -334,8 +484,17 @@ hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *p
 {
     hc_model_params p = hc_model_default_params();
     char err[512];
-    if (params)
-        p.device = params->device ? params->device : p.device;
+    if (params) {
+        if (params->size == 0) {
+            hc_set_error("hc_model_load: params.size is 0 (start from hc_model_default_params())");
+            return NULL;
+        }
+        /* Take the fields the caller's (possibly older, shorter) struct has. */
+        memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
+        p.size = sizeof p;
+        if (!p.device)
+            p.device = "cpu";
+    }
     hc_model *m = calloc(1, sizeof *m);
     if (!m) {
         hc_set_error("out of memory");
@@ -349,7 +508,8 @@ hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *p
         goto fail;
     }
     m->weight_bytes = m->gguf->file_size - m->gguf->data_offset;
-    if (read_hparams(m) || bind_all(m))
+    if (read_hparams(m) || bind_all(m) || resolve_threshold(m, p.sparse_threshold) ||
+        resolve_sparse_mode(m, p.sparse) || build_down_transposes(m))
         goto fail;
     m->tok = hc_tokenizer_load(m->gguf);
     if (!m->tok)
@@ -382,8 +542,19 @@ void hc_model_free(hc_model *m)
     hc_dev_close(&m->dev);
     hc_tokenizer_free(m->tok);
     free(m->layers);
+    free(m->down_t_host);
     hc_gguf_close(m->gguf);
     free(m);
+}
+
+/* Bytes of one layer's FFN matrices as the file holds them (down counted
+ * once, whichever way it is stored). */
+static uint64_t layer_ffn_bytes(const hc_layer *l)
+{
+    const hc_weight *down = l->ffn_down_t.from_file || !hc_weight_present(&l->ffn_down)
+                                ? &l->ffn_down_t
+                                : &l->ffn_down;
+    return l->ffn_gate.bytes + l->ffn_up.bytes + down->bytes;
 }
 
 uint64_t hc_model_decode_bytes(const hc_model *m)
@@ -393,7 +564,7 @@ uint64_t hc_model_decode_bytes(const hc_model *m)
     for (int il = 0; il < m->hp.n_layer; il++) {
         const hc_layer *l = &m->layers[il];
         b += l->attn_norm.bytes + l->wq.bytes + l->wk.bytes + l->wv.bytes + l->wo.bytes +
-             l->ffn_norm.bytes + l->ffn_gate.bytes + l->ffn_up.bytes + l->ffn_down.bytes;
+             l->ffn_norm.bytes + layer_ffn_bytes(l);
     }
     return b;
 }
@@ -414,6 +585,14 @@ void hc_model_describe(const hc_model *m, hc_model_desc *out)
     out->weight_type = m->main_type;
     out->weight_bytes = m->weight_bytes;
     out->decode_bytes = hc_model_decode_bytes(m);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        out->ffn_bytes += layer_ffn_bytes(&m->layers[il]);
+        out->predictor_bytes += m->layers[il].fc1.bytes + m->layers[il].fc2.bytes;
+    }
+    out->is_pwri = m->hp.is_pwri;
+    out->has_predictor = m->hp.has_predictor;
+    out->sparse = m->hp.sparse;
+    out->sparse_threshold = m->hp.sparse_threshold;
 }
 
 int hc_model_token_bos(const hc_model *m)

@@ -20,6 +20,7 @@ typedef struct hc_weight {
     int64_t rows, cols;
     uint64_t bytes;
     const void *host;
+    int from_file;      /* host lies in the file mapping (else built at load) */
     hc_ref ref;
 } hc_weight;
 
@@ -32,11 +33,23 @@ typedef struct hc_hparams {
     float ffn_gate_shift;     /* h = act(gate - shift) * up */
     int block_input_relu;     /* attention/FFN inputs are relu(norm(x) - shift) */
     float block_input_relu_shift;
+    int is_pwri;              /* PowerInfer file: ffn_down_t and predictors */
+    int has_predictor;        /* every layer has fc1/fc2 */
+    int sparse;               /* hc_sparse_mode in effect (never AUTO) */
+    float sparse_threshold;   /* predicted active iff logit >= this */
+    int max_pred_rank;        /* largest H_i */
 } hc_hparams;
 
+/* The FFN's down projection is held one of two ways: `ffn_down` as in
+ * llama GGUF ([n_embd rows][n_ff cols], used by a dense matmul) or
+ * `ffn_down_t` transposed ([n_ff rows][n_embd cols]: row r is what neuron r
+ * adds, used by axpy_rows).  PWRI files store only the transpose; sparse
+ * modes on a plain GGUF build it at load. */
 typedef struct hc_layer {
     hc_weight attn_norm, wq, wk, wv, wo;
-    hc_weight ffn_norm, ffn_gate, ffn_up, ffn_down;
+    hc_weight ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_down_t;
+    hc_weight fc1, fc2;       /* predictor: [n_embd -> H] and [H -> n_ff] */
+    int pred_rank;            /* H of this layer (0: none) */
 } hc_layer;
 
 struct hc_model {
@@ -54,7 +67,14 @@ struct hc_model {
     int n_bufs;
     uint64_t weight_bytes;    /* all tensors */
     uint32_t main_type;       /* type of the attention/FFN matrices */
+    float *down_t_host;       /* transposes built at load (plain GGUF, sparse) */
 };
+
+/* A weight is present when it was bound. */
+static inline int hc_weight_present(const hc_weight *w)
+{
+    return w->name != NULL;
+}
 
 /* Bytes one decoded token reads from the weights: every matrix once, one
  * embedding row.  The dense-decode memory floor is this / bandwidth. */

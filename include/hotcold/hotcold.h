@@ -75,9 +75,22 @@ int hc_engine_find_device(const hc_engine *e, const char *spec);
 /* ---- model -------------------------------------------------------------- */
 typedef struct hc_model hc_model;
 
+/* How the FFN is computed.  AUTO: PREDICTOR when the file has predictors
+ * (PowerInfer's PWRI files), else OFF. */
+typedef enum hc_sparse_mode {
+    HC_SPARSE_AUTO = 0,
+    HC_SPARSE_OFF = 1,       /* dense: every neuron */
+    HC_SPARSE_ORACLE = 2,    /* gate for every neuron, then only the ones that fire
+                                (exactly dense for ReLU FFNs; needs no predictor) */
+    HC_SPARSE_PREDICTOR = 3  /* PowerInfer: fc2.relu(fc1.x) >= threshold picks the rows */
+} hc_sparse_mode;
+
 typedef struct hc_model_params {
     size_t size;
-    const char *device; /* "cpu" (default), "vulkan:0", ... */
+    const char *device;     /* "cpu" (default), "vulkan:0", ... */
+    int sparse;             /* hc_sparse_mode */
+    float sparse_threshold; /* NAN: $LLAMA_SPARSE_PRED_THRESHOLD, else the file's
+                               powerinfer.sparse_threshold, else 0 */
 } hc_model_params;
 
 hc_model_params hc_model_default_params(void);
@@ -91,6 +104,12 @@ typedef struct hc_model_desc {
     uint32_t weight_type;  /* ggml type of the big matrices */
     uint64_t weight_bytes; /* bytes of all tensors */
     uint64_t decode_bytes; /* bytes a decoded token must read (dense floor) */
+    uint64_t ffn_bytes;    /* of those, the FFN matrices (gate, up, down) */
+    uint64_t predictor_bytes; /* fc1 + fc2 of all layers (read only when sparse) */
+    int is_pwri;           /* PowerInfer magic */
+    int has_predictor;
+    int sparse;            /* hc_sparse_mode in effect (never AUTO) */
+    float sparse_threshold;
 } hc_model_desc;
 void hc_model_describe(const hc_model *m, hc_model_desc *out);
 
@@ -112,6 +131,8 @@ typedef struct hc_context_params {
     size_t size;
     int n_ctx;   /* 0 = the model's training context */
     int n_batch; /* prompt tokens per forward pass (default 64) */
+    int sparse_check; /* predictor mode: also compute the true active set
+                         (dense gate/up) to measure recall; slower */
 } hc_context_params;
 
 hc_context_params hc_context_default_params(void);
@@ -124,6 +145,32 @@ void hc_context_reset(hc_context *c);
 /* Append n tokens and run them; returns 0 and, if logits != NULL, writes the
  * n_vocab logits of the LAST token.  Fails (negative) on context overflow. */
 int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits);
+
+/* Sparse FFN figures of one layer since the context was made or reset. */
+typedef struct hc_layer_sparse_stats {
+    int64_t forwards;        /* forward passes through this layer */
+    double computed_frac;    /* mean fraction of neurons computed */
+    int checked;             /* recall/precision below are measured */
+    double recall;           /* true active neurons the predictor selected */
+    double precision;        /* selected neurons that were truly active */
+    double true_frac;        /* mean fraction truly active (checked runs) */
+} hc_layer_sparse_stats;
+int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out);
+
+/* An observer sees every layer's FFN, for tools that profile activations or
+ * train predictors.  While one is set the FFN runs densely so h is complete.
+ * Pointers are host memory valid during the call only. */
+typedef struct hc_ffn_observation {
+    int layer;
+    int n_tok;
+    int n_embd;
+    int n_ff;
+    const float *p;       /* residual stream before ffn_norm [n_tok][n_embd] */
+    const float *h;       /* FFN activation act(gate)*up      [n_tok][n_ff]  */
+} hc_ffn_observation;
+typedef void (*hc_ffn_observer)(void *user, const hc_ffn_observation *obs);
+/* NULL removes it.  Returns 0, or -1 if its buffers cannot be allocated. */
+int hc_context_set_ffn_observer(hc_context *c, hc_ffn_observer fn, void *user);
 
 /* ---- sampler ------------------------------------------------------------- */
 typedef struct hc_sampler hc_sampler;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,9 @@ typedef struct run_opts {
     int ignore_eos;
     int verbose;
     int seed_given;
+    int sparse;
+    float sparse_threshold;
+    int sparse_check;
     hc_sampler_params sp;
 } run_opts;
 
@@ -53,6 +57,13 @@ static void usage(FILE *f)
             "      --repeat-last-n N   tokens the penalty looks back over (default 64)\n"
             "  -s, --seed N            sampling seed (default: random, printed at the end)\n"
             "      --device SPEC       device to run on: cpu (default), cpu:0, ...\n"
+            "      --sparse MODE       FFN: predictor (PowerInfer; default for files with\n"
+            "                          predictors), oracle (gate decides; exact for ReLU\n"
+            "                          models), off (dense; default otherwise)\n"
+            "      --sparse-threshold T  predictor cut-off (default: $LLAMA_SPARSE_PRED_THRESHOLD,\n"
+            "                          else the file's powerinfer.sparse_threshold, else 0)\n"
+            "      --sparse-check      also compute the dense FFN to report the predictor's\n"
+            "                          recall and precision (slower)\n"
             "      --ignore-eos        keep generating past the end-of-sequence token\n"
             "  -v, --verbose           log plugin discovery and loading\n"
             "  -h, --help              this text\n",
@@ -67,7 +78,10 @@ enum {
     OPT_REPEAT_PENALTY,
     OPT_REPEAT_LAST_N,
     OPT_DEVICE,
-    OPT_IGNORE_EOS
+    OPT_IGNORE_EOS,
+    OPT_SPARSE,
+    OPT_SPARSE_THRESHOLD,
+    OPT_SPARSE_CHECK
 };
 
 static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
@@ -89,6 +103,9 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
         {"repeat-last-n", required_argument, 0, OPT_REPEAT_LAST_N},
         {"device", required_argument, 0, OPT_DEVICE},
         {"ignore-eos", no_argument, 0, OPT_IGNORE_EOS},
+        {"sparse", required_argument, 0, OPT_SPARSE},
+        {"sparse-threshold", required_argument, 0, OPT_SPARSE_THRESHOLD},
+        {"sparse-check", no_argument, 0, OPT_SPARSE_CHECK},
         {"verbose", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -124,6 +141,11 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
             break;
         case OPT_DEVICE: o->device = optarg; break;
         case OPT_IGNORE_EOS: o->ignore_eos = 1; break;
+        case OPT_SPARSE: ok = hc_tool_parse_sparse_mode(optarg, &o->sparse); break;
+        case OPT_SPARSE_THRESHOLD:
+            ok = hc_tool_parse_float(optarg, -1e30f, 1e30f, &o->sparse_threshold);
+            break;
+        case OPT_SPARSE_CHECK: o->sparse_check = 1; break;
         case 'v': o->verbose = 1; break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return -1;
@@ -240,6 +262,8 @@ int hc_cmd_run(int argc, char **argv)
     o.n_predict = 256;
     o.device = "cpu";
     o.n_batch = 64;
+    o.sparse = HC_SPARSE_AUTO;
+    o.sparse_threshold = NAN;
     o.sp = hc_sampler_default_params();
     int pr = parse_args(argc, argv, &o, &prompt_buf);
     if (pr) {
@@ -268,6 +292,8 @@ int hc_cmd_run(int argc, char **argv)
     }
     hc_model_params mp = hc_model_default_params();
     mp.device = o.device;
+    mp.sparse = o.sparse;
+    mp.sparse_threshold = o.sparse_threshold;
     m = hc_model_load(e, o.model, &mp);
     if (!m) {
         fprintf(stderr, "hotcold run: %s\n", hc_last_error());
@@ -276,6 +302,7 @@ int hc_cmd_run(int argc, char **argv)
     hc_context_params cp = hc_context_default_params();
     cp.n_ctx = o.n_ctx;
     cp.n_batch = o.n_batch;
+    cp.sparse_check = o.sparse_check;
     ctx = hc_context_new(m, &cp);
     smp = hc_sampler_new(&o.sp);
     if (!ctx || !smp) {
@@ -285,7 +312,7 @@ int hc_cmd_run(int argc, char **argv)
     st.load_s = hc_tool_now() - t0;
     st.stop_reason = "token limit (-n)";
     if (generate(m, ctx, smp, &o, &st) == 0) {
-        hc_tool_print_run_stats(stderr, e, m, &o.sp, &st);
+        hc_tool_print_run_stats(stderr, e, m, ctx, &o.sp, &st);
         rc = 0;
     }
 out:

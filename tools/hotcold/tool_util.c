@@ -151,7 +151,80 @@ int hc_tool_default_model(char *path, size_t size)
     return -1;
 }
 
-void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m,
+int hc_tool_parse_sparse_mode(const char *s, int *mode)
+{
+    static const char *const names[] = {"auto", "off", "oracle", "predictor"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, names[i])) {
+            *mode = i;
+            return 1;
+        }
+    return 0;
+}
+
+const char *hc_tool_sparse_mode_name(int mode)
+{
+    static const char *const names[] = {"auto", "off", "oracle", "predictor"};
+    return mode >= 0 && mode < 4 ? names[mode] : "?";
+}
+
+double hc_tool_token_bytes(const hc_model *m, const hc_context *c)
+{
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    if (d.sparse == HC_SPARSE_OFF)
+        return (double)d.decode_bytes;
+    /* Sparse: everything but the FFN, plus the predictor (predictor mode),
+     * plus the computed fraction of each layer's FFN.  Oracle mode reads
+     * the whole gate to decide, so only up and down shrink; counted as
+     * gate + frac * (up + down) = (1 + 2 frac) / 3 of the FFN. */
+    double bytes = (double)(d.decode_bytes - d.ffn_bytes);
+    double per_layer_ffn = (double)d.ffn_bytes / d.n_layer;
+    for (int il = 0; il < d.n_layer; il++) {
+        hc_layer_sparse_stats ls;
+        double f = hc_context_sparse_stats(c, il, &ls) == 0 ? ls.computed_frac : 1.0;
+        bytes += per_layer_ffn * (d.sparse == HC_SPARSE_ORACLE ? (1.0 + 2.0 * f) / 3.0 : f);
+    }
+    if (d.sparse == HC_SPARSE_PREDICTOR)
+        bytes += (double)d.predictor_bytes;
+    return bytes;
+}
+
+static void print_sparse_stats(FILE *f, const hc_model *m, const hc_context *c)
+{
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    if (d.sparse == HC_SPARSE_OFF)
+        return;
+    double sum = 0;
+    int checked = 0;
+    fprintf(f, "sparse: %s mode", hc_tool_sparse_mode_name(d.sparse));
+    if (d.sparse == HC_SPARSE_PREDICTOR)
+        fprintf(f, ", threshold %g", (double)d.sparse_threshold);
+    fprintf(f, "; neurons computed per layer:");
+    for (int il = 0; il < d.n_layer; il++) {
+        hc_layer_sparse_stats ls;
+        hc_context_sparse_stats(c, il, &ls);
+        fprintf(f, " %.1f%%", 100.0 * ls.computed_frac);
+        sum += ls.computed_frac;
+        checked |= ls.checked;
+    }
+    fprintf(f, " (mean %.1f%%)\n", 100.0 * sum / d.n_layer);
+    if (!checked)
+        return;
+    double rsum = 0, psum = 0;
+    fprintf(f, "sparse-check: predictor recall per layer:");
+    for (int il = 0; il < d.n_layer; il++) {
+        hc_layer_sparse_stats ls;
+        hc_context_sparse_stats(c, il, &ls);
+        fprintf(f, " %.3f", ls.recall);
+        rsum += ls.recall;
+        psum += ls.precision;
+    }
+    fprintf(f, " (mean %.3f; precision mean %.3f)\n", rsum / d.n_layer, psum / d.n_layer);
+}
+
+void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m, const hc_context *c,
                              const hc_sampler_params *sp, const hc_run_stats *st)
 {
     hc_model_desc d;
@@ -161,21 +234,22 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m,
     for (int i = 0; i < hc_engine_device_count(e); i++)
         if (hc_engine_device_report(e, i, &dr) == 0 && dr.info.kind == HC_DEVICE_CPU)
             threads = dr.info.n_threads;
-    fprintf(f, "\n--- %s (%s, %d layers, %s weights %.1f MiB) | %d threads | seed %" PRIu64
+    fprintf(f, "\n--- %s (%s%s, %d layers, %s weights %.1f MiB) | %d threads | seed %" PRIu64
                " | stop: %s\n",
-            d.name, d.arch, d.n_layer, hc_type_name((hc_type)d.weight_type),
-            (double)d.weight_bytes / (1 << 20), threads, sp->seed,
-            st->stop_reason ? st->stop_reason : "error");
+            d.name, d.arch, d.is_pwri ? ", PowerInfer" : "", d.n_layer,
+            hc_type_name((hc_type)d.weight_type), (double)d.weight_bytes / (1 << 20), threads,
+            sp->seed, st->stop_reason ? st->stop_reason : "error");
+    print_sparse_stats(f, m, c);
     fprintf(f, "load:   %8.1f ms\n", st->load_s * 1e3);
     if (st->prompt_tokens > 0 && st->prompt_s > 0)
         fprintf(f, "prompt: %8.1f ms for %d tokens = %.1f tok/s\n", st->prompt_s * 1e3,
                 st->prompt_tokens, st->prompt_tokens / st->prompt_s);
     if (st->decode_evals > 0 && st->decode_s > 0) {
         double tps = st->decode_evals / st->decode_s;
+        double bytes = hc_tool_token_bytes(m, c);
         fprintf(f,
                 "decode: %8.1f ms for %d tokens = %.1f tok/s (weights read per token %.2f MiB: "
                 "%.2f GB/s)\n",
-                st->decode_s * 1e3, st->decode_evals, tps, (double)d.decode_bytes / (1 << 20),
-                tps * (double)d.decode_bytes / 1e9);
+                st->decode_s * 1e3, st->decode_evals, tps, bytes / (1 << 20), tps * bytes / 1e9);
     }
 }

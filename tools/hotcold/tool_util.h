@@ -35,7 +35,13 @@ typedef struct hc_run_stats {
     double decode_s;
     const char *stop_reason;
 } hc_run_stats;
-void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m,
+/* "off", "oracle", "predictor", "auto" -> hc_sparse_mode.  1 = ok. */
+int hc_tool_parse_sparse_mode(const char *s, int *mode);
+const char *hc_tool_sparse_mode_name(int mode);
+/* Bytes a decoded token reads given the context's measured sparsity (the
+ * dense figure when the FFN is dense). */
+double hc_tool_token_bytes(const hc_model *m, const hc_context *c);
+void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m, const hc_context *c,
                              const hc_sampler_params *sp, const hc_run_stats *st);
 
 #endif
