@@ -36,13 +36,22 @@ static int alloc_activations(hc_context *c)
         return -1;
     for (int i = 0; i < 13; i++)
         refs[i]->buf = c->act_buf;
+    /* Start from zeros: the sparse FFN relies on never-computed activation
+     * rows being finite (see forward.c), and fresh memory may hold NaNs. */
+    void *zeros = calloc(1, (size_t)off);
+    if (!zeros) {
+        hc_set_error("out of memory");
+        return -1;
+    }
+    int rc = hc_dev_upload(&c->m->dev, (hc_ref){c->act_buf, 0}, zeros, off);
     /* The dense FFN over a transposed down projection is axpy_rows over
      * every row: upload that list once. */
     for (int r = 0; r < hp->n_ff; r++)
         c->host_idx[r] = r;
-    if (hc_dev_upload(&c->m->dev, c->all_idx, c->host_idx, list) || hc_dev_sync(&c->m->dev))
-        return -1;
-    return 0;
+    rc = rc || hc_dev_upload(&c->m->dev, c->all_idx, c->host_idx, list) ||
+         hc_dev_sync(&c->m->dev);
+    free(zeros);
+    return rc ? -1 : 0;
 }
 
 static int alloc_kv(hc_context *c)

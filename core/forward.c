@@ -77,14 +77,14 @@ static int observe(hc_context *c, int il, int n)
 
 /* h (in c->gate) times the down projection, added to the residual.  With
  * down stored transposed that is axpy_rows over `rows` (all of them when
- * dense); with plain ffn_down a dense matmul. */
+ * dense); with plain ffn_down a dense matmul, which needs h complete: exact
+ * zeros wherever a row was skipped (the oracle guarantees that). */
 static int ffn_down_add(hc_context *c, const hc_layer *l, int n, hc_ref rows, int64_t n_rows)
 {
     const hc_hparams *hp = &c->m->hp;
     hc_dev *d = &c->m->dev;
     const int64_t e = hp->n_embd, ff = hp->n_ff;
-    if (hc_weight_present(&l->ffn_down_t) && (hp->sparse != HC_SPARSE_OFF ||
-                                               !hc_weight_present(&l->ffn_down)))
+    if (hc_weight_present(&l->ffn_down_t))
         return hc_dev_axpy_rows(d, l->ffn_down_t.type, l->ffn_down_t.ref, ff, e, c->gate, n,
                                 rows, n_rows, c->x);
     return hc_dev_matmul(d, l->ffn_down.type, l->ffn_down.ref, e, ff, c->gate, n, c->o) ||
@@ -195,12 +195,15 @@ static int ffn_sparse(hc_context *c, const hc_layer *l, int il, int n)
         return 0; /* nothing fires: the FFN adds nothing */
     /* Oracle mode already holds the whole gate in c->plog. */
     hc_ref gate = hp->sparse == HC_SPARSE_ORACLE ? c->plog : c->gate;
+    /* Rows outside the list keep stale up values.  axpy_rows never reads
+     * their h; for the dense down of a plain GGUF (oracle only) their gate is
+     * known to be off, so h = 0 * (finite stale up) = 0 exactly: up is zeroed
+     * at context creation and only ever holds finite products after that. */
     if ((hp->sparse == HC_SPARSE_PREDICTOR &&
          hc_dev_matvec_rows(d, l->ffn_gate.type, l->ffn_gate.ref, ff, e, c->xn, n, c->idx, k,
                             c->gate)) ||
         hc_dev_matvec_rows(d, l->ffn_up.type, l->ffn_up.ref, ff, e, c->xn, n, c->idx, k,
                            c->up) ||
-        /* Rows outside the list hold stale values; axpy_rows never reads them. */
         hc_dev_glu(d, hp->ffn_act, gate, c->up, c->gate, (int64_t)n * ff, hp->ffn_gate_shift))
         return -1;
     return ffn_down_add(c, l, n, c->idx, k);

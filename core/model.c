@@ -345,6 +345,15 @@ static int resolve_sparse_mode(hc_model *m, int requested)
                      m->path);
         return -1;
     }
+    /* Predicted rows leave the other activations undefined, so the down
+     * projection must be summed over the listed rows only (down^T). */
+    for (int il = 0; requested == HC_SPARSE_PREDICTOR && il < hp->n_layer; il++)
+        if (!hc_weight_present(&m->layers[il].ffn_down_t)) {
+            hc_set_error("%s: --sparse predictor needs blk.%d.ffn_down_t.weight (the down "
+                         "projection transposed, as hotcold pack writes it)",
+                         m->path, il);
+            return -1;
+        }
     if (requested != HC_SPARSE_OFF && hp->ffn_act == HC_GLU_SILU) {
         hc_set_error("%s: --sparse %s needs a ReLU-family FFN; this model's SwiGLU activation "
                      "is never exactly zero",
@@ -352,49 +361,6 @@ static int resolve_sparse_mode(hc_model *m, int requested)
         return -1;
     }
     hp->sparse = requested;
-    return 0;
-}
-
-/* Sparse modes on a plain GGUF: build down^T at load.  F32 keeps the
- * dequantized values exactly, so oracle mode stays exactly dense. */
-static int build_down_transposes(hc_model *m)
-{
-    const hc_hparams *hp = &m->hp;
-    int need = 0;
-    for (int il = 0; il < hp->n_layer; il++)
-        need += !hc_weight_present(&m->layers[il].ffn_down_t);
-    if (hp->sparse == HC_SPARSE_OFF || need == 0)
-        return 0;
-    const size_t per = (size_t)hp->n_ff * hp->n_embd;
-    m->down_t_host = malloc(per * (size_t)need * sizeof(float));
-    float *row = malloc((size_t)hp->n_ff * sizeof *row);
-    if (!m->down_t_host || !row) {
-        free(row);
-        hc_set_error("%s: out of memory transposing ffn_down for sparse mode (%zu MiB); "
-                     "hotcold pack stores it transposed",
-                     m->path, per * (size_t)need * sizeof(float) >> 20);
-        return -1;
-    }
-    HC_INFO("%s: transposing ffn_down of %d layers for the sparse FFN (f32, %zu MiB)", m->path,
-            need, per * (size_t)need * sizeof(float) >> 20);
-    float *dst = m->down_t_host;
-    for (int il = 0; il < hp->n_layer; il++) {
-        hc_layer *l = &m->layers[il];
-        if (hc_weight_present(&l->ffn_down_t))
-            continue;
-        const uint64_t rb = hc_type_row_size(l->ffn_down.type, hp->n_ff);
-        for (int64_t c = 0; c < hp->n_embd; c++) {
-            hc_ref_dequantize_row(l->ffn_down.type, (const uint8_t *)l->ffn_down.host + c * rb,
-                                  row, hp->n_ff);
-            for (int64_t r = 0; r < hp->n_ff; r++)
-                dst[r * hp->n_embd + c] = row[r];
-        }
-        l->ffn_down_t = (hc_weight){.name = l->ffn_down.name, .type = HC_TYPE_F32,
-                                    .rows = hp->n_ff, .cols = hp->n_embd,
-                                    .bytes = per * sizeof(float), .host = dst};
-        dst += per;
-    }
-    free(row);
     return 0;
 }
 
@@ -509,7 +475,7 @@ hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *p
     }
     m->weight_bytes = m->gguf->file_size - m->gguf->data_offset;
     if (read_hparams(m) || bind_all(m) || resolve_threshold(m, p.sparse_threshold) ||
-        resolve_sparse_mode(m, p.sparse) || build_down_transposes(m))
+        resolve_sparse_mode(m, p.sparse))
         goto fail;
     m->tok = hc_tokenizer_load(m->gguf);
     if (!m->tok)
@@ -542,7 +508,6 @@ void hc_model_free(hc_model *m)
     hc_dev_close(&m->dev);
     hc_tokenizer_free(m->tok);
     free(m->layers);
-    free(m->down_t_host);
     hc_gguf_close(m->gguf);
     free(m);
 }

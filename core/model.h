@@ -43,8 +43,9 @@ typedef struct hc_hparams {
 /* The FFN's down projection is held one of two ways: `ffn_down` as in
  * llama GGUF ([n_embd rows][n_ff cols], used by a dense matmul) or
  * `ffn_down_t` transposed ([n_ff rows][n_embd cols]: row r is what neuron r
- * adds, used by axpy_rows).  PWRI files store only the transpose; sparse
- * modes on a plain GGUF build it at load. */
+ * adds, used by axpy_rows).  PWRI files store only the transpose.  On a
+ * plain GGUF the oracle mode keeps the dense down matmul: every activation
+ * it did not compute is exactly zero there. */
 typedef struct hc_layer {
     hc_weight attn_norm, wq, wk, wv, wo;
     hc_weight ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_down_t;
@@ -67,7 +68,6 @@ struct hc_model {
     int n_bufs;
     uint64_t weight_bytes;    /* all tensors */
     uint32_t main_type;       /* type of the attention/FFN matrices */
-    float *down_t_host;       /* transposes built at load (plain GGUF, sparse) */
 };
 
 /* A weight is present when it was bound. */

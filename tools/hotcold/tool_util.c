@@ -175,15 +175,18 @@ double hc_tool_token_bytes(const hc_model *m, const hc_context *c)
     if (d.sparse == HC_SPARSE_OFF)
         return (double)d.decode_bytes;
     /* Sparse: everything but the FFN, plus the predictor (predictor mode),
-     * plus the computed fraction of each layer's FFN.  Oracle mode reads
-     * the whole gate to decide, so only up and down shrink; counted as
-     * gate + frac * (up + down) = (1 + 2 frac) / 3 of the FFN. */
+     * plus the computed fraction of each layer's FFN.  Oracle mode reads the
+     * whole gate to decide, so only up and down^T shrink (only up on a plain
+     * GGUF, whose down stays dense): the three FFN matrices are equal in
+     * size, so that is (1 + 2f)/3, or (2 + f)/3, of the FFN. */
     double bytes = (double)(d.decode_bytes - d.ffn_bytes);
     double per_layer_ffn = (double)d.ffn_bytes / d.n_layer;
     for (int il = 0; il < d.n_layer; il++) {
         hc_layer_sparse_stats ls;
         double f = hc_context_sparse_stats(c, il, &ls) == 0 ? ls.computed_frac : 1.0;
-        bytes += per_layer_ffn * (d.sparse == HC_SPARSE_ORACLE ? (1.0 + 2.0 * f) / 3.0 : f);
+        if (d.sparse == HC_SPARSE_ORACLE)
+            f = d.is_pwri ? (1.0 + 2.0 * f) / 3.0 : (2.0 + f) / 3.0;
+        bytes += per_layer_ffn * f;
     }
     if (d.sparse == HC_SPARSE_PREDICTOR)
         bytes += (double)d.predictor_bytes;
