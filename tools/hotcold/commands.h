@@ -6,5 +6,9 @@ int hc_cmd_run(int argc, char **argv);
 int hc_cmd_devices(int argc, char **argv);
 int hc_cmd_quantize(int argc, char **argv);
 int hc_cmd_bench(int argc, char **argv);
+int hc_cmd_mkmodel(int argc, char **argv);
+int hc_cmd_profile(int argc, char **argv);
+int hc_cmd_train_predictor(int argc, char **argv);
+int hc_cmd_pack(int argc, char **argv);
 
 #endif

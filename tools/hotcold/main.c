@@ -16,13 +16,17 @@ static const command commands[] = {
     {"devices", hc_cmd_devices, "list plugins found, rejected (why) and devices"},
     {"bench", hc_cmd_bench, "prompt/decode speed against the measured memory-bandwidth floor"},
     {"quantize", hc_cmd_quantize, "convert a model's weights: hotcold quantize IN OUT f16|q8_0|q4_0"},
+    {"profile", hc_cmd_profile, "count how often each FFN neuron fires over a corpus"},
+    {"train-predictor", hc_cmd_train_predictor, "train PowerInfer activation predictors (fc1/fc2)"},
+    {"pack", hc_cmd_pack, "write a PowerInfer (PWRI) model: down transposed, predictors, stats"},
+    {"mkmodel", hc_cmd_mkmodel, "write a synthetic sparse (PWRI) benchmark model of any shape"},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hotcold <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'hotcold <command> --help' describes a command's options.\n"
                "hotcold %s\n", HOTCOLD_VERSION);
 }
