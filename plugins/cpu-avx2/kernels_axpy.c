@@ -10,11 +10,47 @@
  * stored once per group while the group's rows stream in parallel.
  *
  * Per element: y = fma(w, h, y) for F32/F16 (w exact), and
- * y = fma(q, d*h, y) for Q8_0 (q) and Q4_0 (q - 8), with d*h rounded once.
+ * y = fma(q, d*h, y) for Q8_0 (q) and Q4_0 (q - 8), with d*h rounded once;
+ * except one token of Q4_0 in the avx2 build, which has a faster decoding
+ * of its own (axpy1_q4 below: same weights, the running sums carry an
+ * offset) because that is the case sparse decode lives on.
  */
 #include "kernels_common.h"
 
 #define GROUP 8
+/* Groups ahead whose rows are prefetched: 16 rows, about what measured best
+ * for scattered rows of 0.5-1 KiB on one and two threads. */
+#define PF_GROUPS 2
+
+/* The rows of a later group, requested while this group computes, spread
+ * evenly over the steps of the block loop in the order they will be read
+ * (line j of every row, then line j+1): bursts of prefetches stall the
+ * loads behind them.  Into L2 (locality 1, which measured best: each
+ * weight is read once). */
+typedef struct pf_rows {
+    const uint8_t *p[GROUP]; /* start of this thread's part of each row */
+    int n;
+    int per_step;            /* lines requested per step */
+    uint64_t bytes;          /* bytes of that part */
+} pf_rows;
+
+/* Sets per_step for a block loop of nb steps. */
+static inline void pf_plan(pf_rows *pf, int64_t nb)
+{
+    const int64_t lines = (int64_t)((pf->bytes + 63) / 64) * pf->n;
+    pf->per_step = nb > 0 ? (int)((lines + nb - 1) / nb) : 0;
+}
+
+static inline void pf_step(const pf_rows *pf, int64_t step)
+{
+    for (int u = 0; u < pf->per_step; u++) {
+        const int64_t s = step * pf->per_step + u;
+        const int64_t row = s % pf->n, line = s / pf->n;
+        if ((uint64_t)line * 64 >= pf->bytes)
+            return;
+        __builtin_prefetch(pf->p[row] + line * 64, 0, 1);
+    }
+}
 
 #if defined(HC_CPU_KERNELS_AVX2)
 /* Quantized blocks decode without the shuffle port's pmovsx: vpshufb (two
@@ -84,10 +120,12 @@ HC_ALWAYS_INLINE void decode_block(const hc_type type, const uint8_t *row, int64
 /* One token: decode and add row by row straight into the y registers.
  * hs[i] is h already multiplied by h_scale(type). */
 HC_ALWAYS_INLINE void axpy_one(const hc_type type, int g, const uint8_t *const *w,
-                               const float *hs, float *y, int64_t b0, int64_t b1)
+                               const float *hs, float *y, int64_t b0, int64_t b1,
+                               const pf_rows *pf)
 {
     for (int64_t b = b0; b < b1; b++) {
         float *yb = y + b * 32;
+        pf_step(pf, b - b0);
         __m256 a[4];
         for (int j = 0; j < 4; j++)
             a[j] = _mm256_loadu_ps(yb + 8 * j);
@@ -108,11 +146,12 @@ HC_ALWAYS_INLINE void axpy_one(const hc_type type, int g, const uint8_t *const *
  * reused for every token (same products, same order as axpy_one). */
 HC_ALWAYS_INLINE void axpy_many(const hc_type type, int g, const uint8_t *const *w,
                                 const hc_cpu_axpy_args *a, const int32_t *rr, int64_t b0,
-                                int64_t b1)
+                                int64_t b1, const pf_rows *pf)
 {
     _Alignas(32) float dec[GROUP][32];
     float fac[GROUP];
     for (int64_t b = b0; b < b1; b++) {
+        pf_step(pf, b - b0);
         for (int i = 0; i < g; i++) {
             __m256 v[4];
             decode_block(type, w[i], b, v, &fac[i]);
@@ -157,19 +196,195 @@ static void axpy_tail(hc_type type, int g, const uint8_t *const *w, const hc_cpu
 #define AXPY_TYPES(X) X(HC_TYPE_F32, f32) X(HC_TYPE_F16, f16) X(HC_TYPE_Q8_0, q8) X(HC_TYPE_Q4_0, q4)
 #define AXPY_FNS(T, name)                                                                          \
     static void axpy_one_##name(int g, const uint8_t *const *w, const float *hs, float *y,         \
-                                int64_t b0, int64_t b1)                                            \
+                                int64_t b0, int64_t b1, const pf_rows *pf)                         \
     {                                                                                              \
-        axpy_one(T, g, w, hs, y, b0, b1);                                                          \
+        axpy_one(T, g, w, hs, y, b0, b1, pf);                                                      \
     }                                                                                              \
     static void axpy_many_##name(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a,        \
-                                 const int32_t *rr, int64_t b0, int64_t b1)                        \
+                                 const int32_t *rr, int64_t b0, int64_t b1, const pf_rows *pf)     \
     {                                                                                              \
-        axpy_many(T, g, w, a, rr, b0, b1);                                                         \
+        axpy_many(T, g, w, a, rr, b0, b1, pf);                                                     \
     }
 AXPY_TYPES(AXPY_FNS)
 
+/* ---- one token of Q4_0: the sparse-decode case --------------------------- */
+
+/*
+ * The general path above spends most of its time turning nibbles into
+ * floats (a byte shuffle and an int->float conversion per 8 weights), and
+ * the shuffles all queue for one port.  This path decodes with two byte
+ * interleaves per block and otherwise shifts and masks, which spread over
+ * the vector ports alongside the FMAs:
+ *
+ *  - each nibble q lands in bits 16..19 of a lane whose top byte is 0x40,
+ *    which IS the float 2 + q/64 (no conversion instruction);
+ *  - since 2 + q/64 = (q - 8)/64 + 17/8, a row adds
+ *      h*d*(q - 8) = (64*h*d) * v - (136/64) * (64*h*d),
+ *    so the FMAs use s = 64*h*d (exact: a power of two) and the constant
+ *    part of a group of rows is subtracted once per block, as 2.125 * sum(s)
+ *    (sum in row order).  The running sums carry that offset (|s*v| up to
+ *    ~135|h*d| instead of 8|h*d|), a few bits of rounding: NMSE ~1e-12
+ *    against the exact sum, see test_cpu_plugin's decode shapes;
+ *  - the decode produces the columns of a block in the order
+ *      v0 = 0,2,4,6 | 16,18,20,22    v1 = 1,3,5,7 | 17,19,21,23
+ *      v2 = 8,10,..,14 | 24,..,30    v3 = 9,11,..,15 | 25,..,31
+ *    so a thread copies its columns of y into that order once per call
+ *    (Q4_CHUNK blocks at a time, 8 KiB that stay in L1), adds every listed
+ *    row there, and copies them back;
+ *  - the block scales of a chunk are gathered 8 at a time and converted
+ *    with F16C before the FMA loop, which then only broadcasts them.
+ *
+ * Each y element still gets y + (its rows in list order) - (corrections in
+ * group order), independent of how the columns are split.
+ */
+#define Q4_SCALE 64.0f
+#define Q4_OFFSET (136.0f / 64.0f)
+#define Q4_CHUNK 64
+
+/* The fp16 block scales d of blocks [0, n) of a row (n <= 8) times hs.
+ * Lanes >= n are 0 and read nothing. */
+HC_ALWAYS_INLINE __m256 q4_scales8(const uint8_t *row, int n, __m256 hs)
+{
+    const __m256i at = _mm256_setr_epi32(0, 18, 36, 54, 72, 90, 108, 126);
+    __m256i v;
+    if (n >= 8) {
+        v = _mm256_i32gather_epi32((const int *)(const void *)row, at, 1);
+    } else {
+        const __m256i on = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        v = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(const void *)row, at, on, 1);
+    }
+    /* Low 16 bits of each lane, packed to 8 halves in lane order. */
+    v = _mm256_and_si256(v, _mm256_set1_epi32(0xffff));
+    v = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08);
+    return _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(v)), hs);
+}
+
+/* 32 weights as 2 + q/64, in the decode order above. */
+HC_ALWAYS_INLINE void q4_lanes(const uint8_t *blk, __m256 v[4])
+{
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(blk + 2)));
+    /* Low half: the low nibbles (columns 0..15); high half: the high ones. */
+    const __m256i nib = _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
+                                         _mm256_set1_epi8(0x0f));
+    /* 16-bit words q | 0x40 << 8: columns 0..7 | 16..23, and 8..15 | 24..31. */
+    const __m256i top = _mm256_set1_epi8(0x40), hi16 = _mm256_set1_epi32((int)0xffff0000u);
+    const __m256i u0 = _mm256_unpacklo_epi8(nib, top), u1 = _mm256_unpackhi_epi8(nib, top);
+    /* Even words into the high half of their lane, odd words stay there. */
+    v[0] = _mm256_castsi256_ps(_mm256_slli_epi32(u0, 16));
+    v[1] = _mm256_castsi256_ps(_mm256_and_si256(u0, hi16));
+    v[2] = _mm256_castsi256_ps(_mm256_slli_epi32(u1, 16));
+    v[3] = _mm256_castsi256_ps(_mm256_and_si256(u1, hi16));
+}
+
+/* One block of y (32 floats) into decode order at d, and back. */
+HC_ALWAYS_INLINE void q4_y_in(const float *y, float *d)
+{
+    const __m256 y0 = _mm256_loadu_ps(y), y1 = _mm256_loadu_ps(y + 8);
+    const __m256 y2 = _mm256_loadu_ps(y + 16), y3 = _mm256_loadu_ps(y + 24);
+    const __m256 a = _mm256_permute2f128_ps(y0, y2, 0x20), b = _mm256_permute2f128_ps(y0, y2, 0x31);
+    const __m256 c = _mm256_permute2f128_ps(y1, y3, 0x20), e = _mm256_permute2f128_ps(y1, y3, 0x31);
+    _mm256_store_ps(d, _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm256_store_ps(d + 8, _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+    _mm256_store_ps(d + 16, _mm256_shuffle_ps(c, e, _MM_SHUFFLE(2, 0, 2, 0)));
+    _mm256_store_ps(d + 24, _mm256_shuffle_ps(c, e, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+HC_ALWAYS_INLINE void q4_y_out(const float *d, float *y)
+{
+    const __m256 d0 = _mm256_load_ps(d), d1 = _mm256_load_ps(d + 8);
+    const __m256 d2 = _mm256_load_ps(d + 16), d3 = _mm256_load_ps(d + 24);
+    const __m256 lo = _mm256_unpacklo_ps(d0, d1), hi = _mm256_unpackhi_ps(d0, d1);
+    const __m256 lo2 = _mm256_unpacklo_ps(d2, d3), hi2 = _mm256_unpackhi_ps(d2, d3);
+    _mm256_storeu_ps(y, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_storeu_ps(y + 8, _mm256_permute2f128_ps(lo2, hi2, 0x20));
+    _mm256_storeu_ps(y + 16, _mm256_permute2f128_ps(lo, hi, 0x31));
+    _mm256_storeu_ps(y + 24, _mm256_permute2f128_ps(lo2, hi2, 0x31));
+}
+
+/* G rows (w[i]: their part at this chunk) into nb blocks of yd (decode
+ * order); h64[i] = 64 * h of row i.  G is a constant for full groups. */
+HC_ALWAYS_INLINE void q4_group(const int G, const uint8_t *const *w, const float *h64, float *yd,
+                               int nb, const pf_rows *pf)
+{
+    _Alignas(32) float sc[GROUP][Q4_CHUNK];
+    _Alignas(32) float corr[Q4_CHUNK];
+    for (int j = 0; j < nb; j += 8) {
+        const int n = nb - j < 8 ? nb - j : 8;
+        __m256 sum = _mm256_setzero_ps();
+        for (int i = 0; i < G; i++) {
+            const __m256 s = q4_scales8(w[i] + (size_t)j * HC_Q4_0_BLOCK_BYTES, n,
+                                        _mm256_set1_ps(h64[i]));
+            _mm256_store_ps(&sc[i][j], s);
+            sum = _mm256_add_ps(sum, s);
+        }
+        _mm256_store_ps(&corr[j], _mm256_mul_ps(sum, _mm256_set1_ps(Q4_OFFSET)));
+    }
+    for (int k = 0; k < nb; k++) {
+        const size_t off = (size_t)k * HC_Q4_0_BLOCK_BYTES;
+        float *d = yd + k * 32;
+        pf_step(pf, k);
+        __m256 acc[4];
+        for (int j = 0; j < 4; j++)
+            acc[j] = _mm256_load_ps(d + 8 * j);
+        for (int i = 0; i < G; i++) {
+            __m256 v[4];
+            q4_lanes(w[i] + off, v);
+            const __m256 s = _mm256_broadcast_ss(&sc[i][k]);
+            for (int j = 0; j < 4; j++)
+                acc[j] = _mm256_fmadd_ps(v[j], s, acc[j]);
+        }
+        const __m256 c = _mm256_broadcast_ss(&corr[k]);
+        for (int j = 0; j < 4; j++)
+            _mm256_store_ps(d + 8 * j, _mm256_sub_ps(acc[j], c));
+    }
+}
+
+static void q4_group_full(const uint8_t *const *w, const float *h64, float *yd, int nb,
+                          const pf_rows *pf)
+{
+    q4_group(GROUP, w, h64, yd, nb, pf);
+}
+
+static void q4_group_part(int g, const uint8_t *const *w, const float *h64, float *yd, int nb,
+                          const pf_rows *pf)
+{
+    q4_group(g, w, h64, yd, nb, pf);
+}
+
+/* The whole op for this thread's blocks [b0, b1) (one token, Q4_0). */
+static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t b0, int64_t b1)
+{
+    _Alignas(32) float yd[Q4_CHUNK * 32];
+    for (int64_t cb = b0; cb < b1; cb += Q4_CHUNK) {
+        const int nb = b1 - cb < Q4_CHUNK ? (int)(b1 - cb) : Q4_CHUNK;
+        const size_t coff = (size_t)cb * HC_Q4_0_BLOCK_BYTES;
+        for (int k = 0; k < nb; k++)
+            q4_y_in(a->y + (cb + k) * 32, yd + k * 32);
+        for (int64_t kk = 0; kk < a->n_idx; kk += GROUP) {
+            const int g = a->n_idx - kk < GROUP ? (int)(a->n_idx - kk) : GROUP;
+            const uint8_t *w[GROUP];
+            float h64[GROUP];
+            pf_rows pf = {.n = 0, .bytes = (uint64_t)nb * HC_Q4_0_BLOCK_BYTES};
+            for (int i = 0; i < g; i++) {
+                const int32_t r = a->idx[kk + i];
+                w[i] = a->wt + (size_t)r * a->row_bytes + coff;
+                h64[i] = a->h[r] * Q4_SCALE;
+            }
+            for (int64_t i = kk + PF_GROUPS * GROUP; i < kk + (PF_GROUPS + 1) * GROUP && i < a->n_idx; i++)
+                pf.p[pf.n++] = a->wt + (size_t)a->idx[i] * a->row_bytes + coff;
+            pf_plan(&pf, nb);
+            if (g == GROUP)
+                q4_group_full(w, h64, yd, nb, &pf);
+            else
+                q4_group_part(g, w, h64, yd, nb, &pf);
+        }
+        for (int k = 0; k < nb; k++)
+            q4_y_out(yd + k * 32, a->y + (cb + k) * 32);
+    }
+}
+
 static void axpy_group(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a,
-                       const int32_t *rr, int64_t c0, int64_t c1)
+                       const int32_t *rr, int64_t c0, int64_t c1, const pf_rows *pf)
 {
     const int64_t b0 = c0 / 32, b1 = c1 / 32; /* c0 is block-aligned */
     if (a->n == 1) {
@@ -178,17 +393,17 @@ static void axpy_group(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a
         for (int i = 0; i < g; i++)
             hs[i] = a->h[rr[i]] * hsc;
         switch (a->type) {
-        case HC_TYPE_F32: axpy_one_f32(g, w, hs, a->y, b0, b1); break;
-        case HC_TYPE_F16: axpy_one_f16(g, w, hs, a->y, b0, b1); break;
-        case HC_TYPE_Q8_0: axpy_one_q8(g, w, hs, a->y, b0, b1); break;
-        case HC_TYPE_Q4_0: axpy_one_q4(g, w, hs, a->y, b0, b1); break;
+        case HC_TYPE_F32: axpy_one_f32(g, w, hs, a->y, b0, b1, pf); break;
+        case HC_TYPE_F16: axpy_one_f16(g, w, hs, a->y, b0, b1, pf); break;
+        case HC_TYPE_Q8_0: axpy_one_q8(g, w, hs, a->y, b0, b1, pf); break;
+        case HC_TYPE_Q4_0: axpy_one_q4(g, w, hs, a->y, b0, b1, pf); break;
         }
     } else {
         switch (a->type) {
-        case HC_TYPE_F32: axpy_many_f32(g, w, a, rr, b0, b1); break;
-        case HC_TYPE_F16: axpy_many_f16(g, w, a, rr, b0, b1); break;
-        case HC_TYPE_Q8_0: axpy_many_q8(g, w, a, rr, b0, b1); break;
-        case HC_TYPE_Q4_0: axpy_many_q4(g, w, a, rr, b0, b1); break;
+        case HC_TYPE_F32: axpy_many_f32(g, w, a, rr, b0, b1, pf); break;
+        case HC_TYPE_F16: axpy_many_f16(g, w, a, rr, b0, b1, pf); break;
+        case HC_TYPE_Q8_0: axpy_many_q8(g, w, a, rr, b0, b1, pf); break;
+        case HC_TYPE_Q4_0: axpy_many_q4(g, w, a, rr, b0, b1, pf); break;
         }
     }
     if (b1 * 32 < c1)
@@ -226,8 +441,9 @@ static void axpy_token(hc_type type, int g, const uint8_t *const *w, const float
 }
 
 static void axpy_group(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a,
-                       const int32_t *rr, int64_t c0, int64_t c1)
+                       const int32_t *rr, int64_t c0, int64_t c1, const pf_rows *pf)
 {
+    (void)pf; /* plain C: left to the hardware prefetcher */
     for (int64_t t = 0; t < a->n; t++) {
         float hs[GROUP];
         for (int i = 0; i < g; i++)
@@ -240,31 +456,49 @@ static void axpy_group(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a
 void hc_cpu_axpy_task(void *args, int ith, int nth)
 {
     const hc_cpu_axpy_args *a = args;
+    const int64_t nb = (a->cols + 31) / 32;
     int64_t b0, b1;
 
-    hc_cpu_split((a->cols + 31) / 32, ith, nth, 1, &b0, &b1);
+    /* Threads meet at cache-line boundaries of the rows when that keeps the
+     * shares even (whole units per thread, or many units): 32 blocks of
+     * Q4_0/Q8_0 (576 / 1088 bytes) are whole lines, where one block is not,
+     * and a line two threads share is read from DRAM twice.  (Row starts
+     * are line-aligned whenever the row size is a multiple of 64, as for
+     * any n_embd that is a multiple of 1024 in Q4_0/Q8_0.) */
+    const int quant = a->type == HC_TYPE_Q4_0 || a->type == HC_TYPE_Q8_0;
+    const int64_t units = (nb + 31) / 32;
+    const int lines = quant && units > 0 && (units % nth == 0 || units >= 8 * (int64_t)nth);
+    hc_cpu_split(nb, ith, nth, lines ? 32 : 1, &b0, &b1);
     const int64_t c0 = b0 * 32, c1 = b1 * 32 < a->cols ? b1 * 32 : a->cols;
     if (c0 >= c1)
         return;
-    /* Where this thread's columns start inside a row. */
-    const size_t col_off = (size_t)hc_type_row_size(a->type, c0);
+#if defined(HC_CPU_KERNELS_AVX2)
+    if (a->n == 1 && a->type == HC_TYPE_Q4_0) {
+        axpy1_q4(a, b0, b1); /* Q4_0 columns are whole blocks: c1 = 32 * b1 */
+        return;
+    }
+#endif
+    /* Where this thread's columns start inside a row, and how many bytes
+     * of each row it reads. */
+    const uint64_t col_off = hc_type_row_size(a->type, c0);
+    const uint64_t part = hc_type_row_size(a->type, c1 - c0);
+    const int prefetch = a->type != HC_TYPE_F32 || part < 2048;
     for (int64_t k = 0; k < a->n_idx; k += GROUP) {
         const int g = a->n_idx - k < GROUP ? (int)(a->n_idx - k) : GROUP;
         const uint8_t *w[GROUP];
         int32_t rr[GROUP];
+        pf_rows pf = {.n = 0, .bytes = part};
         for (int i = 0; i < g; i++) {
             rr[i] = a->idx[k + i];
             w[i] = a->wt + (size_t)rr[i] * a->row_bytes;
         }
         /* Rows are scattered, so the hardware prefetcher only catches on
-         * after a few misses per row: start the next group's rows now. */
-        for (int64_t i = k + GROUP; i < k + 2 * GROUP && i < a->n_idx; i++) {
-            const uint8_t *nx = a->wt + (size_t)a->idx[i] * a->row_bytes + col_off;
-            __builtin_prefetch(nx);
-            __builtin_prefetch(nx + 64);
-            __builtin_prefetch(nx + 128);
-            __builtin_prefetch(nx + 192);
-        }
-        axpy_group(g, w, a, rr, c0, c1);
+         * after a few misses per row: request a later group's rows now
+         * (except long F32 rows, which stream as fast without). */
+        for (int64_t i = k + PF_GROUPS * GROUP;
+             prefetch && i < k + (PF_GROUPS + 1) * GROUP && i < a->n_idx; i++)
+            pf.p[pf.n++] = a->wt + (size_t)a->idx[i] * a->row_bytes + col_off;
+        pf_plan(&pf, (c1 - c0 + 31) / 32);
+        axpy_group(g, w, a, rr, c0, c1, &pf);
     }
 }

@@ -13,11 +13,47 @@
 /* Tokens handled together: x for this many tokens stays in L1/L2 while a
  * row group is read once. */
 #define TOKEN_BLOCK 32
+/* How far ahead rows are prefetched: at least PF_TILES tiles and at least
+ * PF_BYTES of weights, so that short rows (a predictor's fc2 has rows of
+ * 144 bytes in Q4_0) are still requested a DRAM latency or more ahead.
+ * Into L2 (locality 1): each weight is read once, and it measured best. */
+#define PF_TILES 2
+#define PF_BYTES 4096
 
 typedef struct tile {
-    const uint8_t *w[8]; /* R row starts */
-    int64_t out[8];      /* R output rows */
+    const uint8_t *w[8];  /* R row starts */
+    int64_t out[8];       /* R output rows */
+    const uint8_t *pf[8]; /* rows a later tile reads: prefetched meanwhile */
+    int npf;
+    int pf_per_step;      /* lines requested per step of the inner loop */
+    uint64_t row_bytes;
 } tile;
+
+/* Decode reads weights once and DRAM latency is long, so while one tile
+ * computes, the rows of a later tile are requested, spread evenly over the
+ * steps of the inner loop in the order they will be read (line j of every
+ * row, then line j+1): bursts of prefetches stall the loads behind them. */
+HC_ALWAYS_INLINE void tile_prefetch(const tile *tl, int64_t step)
+{
+    for (int u = 0; u < tl->pf_per_step; u++) {
+        const int64_t s = step * tl->pf_per_step + u;
+        const int64_t row = s % tl->npf, line = s / tl->npf;
+        if ((uint64_t)line * 64 >= tl->row_bytes)
+            return;
+        __builtin_prefetch(tl->pf[row] + line * 64, 0, 1);
+    }
+}
+
+/* Steps of the inner loop of a tile that prefetch: pairs of blocks (Q4_0),
+ * blocks (Q8_0) or 8 columns (F32/F16). */
+static inline int64_t tile_steps(const hc_cpu_mm_args *a)
+{
+    switch (a->type) {
+    case HC_TYPE_Q4_0: return a->cols / 64;
+    case HC_TYPE_Q8_0: return a->cols / 32;
+    default: return a->cols / 8;
+    }
+}
 
 #if defined(HC_CPU_KERNELS_AVX2)
 
@@ -48,8 +84,13 @@ HC_ALWAYS_INLINE void tile_float(const hc_type type, const int R, const int T, c
     for (int r = 0; r < R; r++)
         for (int t = 0; t < T; t++)
             acc[r][t] = _mm256_setzero_ps();
+    /* Float rows of 2 KiB and more are not prefetched: keep their loop free
+     * of the check (the compiler unswitches on this invariant). */
+    const int pf = tl->pf_per_step > 0;
     for (; c + 8 <= cols; c += 8) {
         __m256 xv[4];
+        if (pf)
+            tile_prefetch(tl, c / 8);
         for (int t = 0; t < T; t++)
             xv[t] = _mm256_loadu_ps(x[t] + c);
         for (int r = 0; r < R; r++) {
@@ -111,6 +152,7 @@ HC_ALWAYS_INLINE void tile_q4(const int R, const int T, const tile *tl, const hc
             acc[r][t] = _mm256_setzero_ps();
     for (int64_t p = 0; p < np; p++) {
         const size_t offA = (size_t)(2 * p) * HC_Q4_0_BLOCK_BYTES;
+        tile_prefetch(tl, p);
         for (int r = 0; r < R; r++) {
             __m256i lo, hi;
             __m256 dw = q4_pair(tl->w[r] + offA, tl->w[r] + offA + HC_Q4_0_BLOCK_BYTES, &lo, &hi);
@@ -152,6 +194,7 @@ HC_ALWAYS_INLINE void tile_q8(const int R, const int T, const tile *tl, const hc
         for (int t = 0; t < T; t++)
             acc[r][t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
+        tile_prefetch(tl, b);
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = tl->w[r] + (size_t)b * HC_Q8_0_BLOCK_BYTES;
             /* Sign-extend to int16 and use madd: no sign tricks needed and
@@ -275,6 +318,16 @@ void hc_cpu_mm_task(void *args, int ith, int nth)
 
     hc_cpu_split(count, ith, nth, 4, &k0, &k1);
 #if defined(HC_CPU_KERNELS_AVX2)
+    /* Software prefetch pays where the arithmetic is heavy enough to hide
+     * it behind (the 8-bit kernels) or rows are too short for the hardware
+     * prefetcher to find the stream; float rows of 2 KiB and more stream
+     * faster without it. */
+    const int prefetch = a->type == HC_TYPE_Q4_0 || a->type == HC_TYPE_Q8_0 || a->row_bytes < 2048;
+    const int wide = a->type == HC_TYPE_F32 || a->type == HC_TYPE_F16 ? 8 : 4;
+    int64_t ahead = ((int64_t)PF_BYTES + (int64_t)a->row_bytes - 1) / (int64_t)a->row_bytes;
+    ahead = ahead > PF_TILES * wide ? ahead : PF_TILES * wide;
+    const int64_t lines = (int64_t)(a->row_bytes + 63) / 64;
+    const int64_t steps = tile_steps(a) > 0 ? tile_steps(a) : 1;
     for (int64_t tb = 0; tb < a->n; tb += TOKEN_BLOCK) {
         const int64_t te = a->n - tb < TOKEN_BLOCK ? a->n : tb + TOKEN_BLOCK;
         for (int64_t k = k0; k < k1;) {
@@ -284,7 +337,6 @@ void hc_cpu_mm_task(void *args, int ith, int nth)
              * FMA chains.  Several tokens: 2 rows x 4 tokens, so each weight
              * load feeds 4 FMAs. */
             const int64_t nt = te - tb, nr = k1 - k;
-            const int wide = a->type == HC_TYPE_F32 || a->type == HC_TYPE_F16 ? 8 : 4;
             int R = 1;
             if (nt == 1 && nr >= wide)
                 R = wide;
@@ -296,6 +348,11 @@ void hc_cpu_mm_task(void *args, int ith, int nth)
                 tl.out[r] = row_at(a, k + r);
                 tl.w[r] = a->w + (size_t)tl.out[r] * a->row_bytes;
             }
+            tl.row_bytes = a->row_bytes;
+            tl.npf = 0;
+            for (int64_t j = k + ahead; prefetch && j < k + ahead + R && j < k1; j++)
+                tl.pf[tl.npf++] = a->w + (size_t)row_at(a, j) * a->row_bytes;
+            tl.pf_per_step = (int)((tl.npf * lines + steps - 1) / steps);
             for (int64_t t = tb; t < te;) {
                 const int64_t left = te - t;
                 if (R >= 4) {
@@ -308,11 +365,14 @@ void hc_cpu_mm_task(void *args, int ith, int nth)
                     /* Rows of a 2-row tile finish their last tokens alone. */
                     const int T = left < 4 ? (int)left : 4;
                     for (int r = 0; r < R; r++) {
-                        tile one = {{tl.w[r]}, {tl.out[r]}};
+                        const int has = r < tl.npf;
+                        tile one = {{tl.w[r]}, {tl.out[r]}, {has ? tl.pf[r] : NULL}, has,
+                                    has ? (int)((lines + steps - 1) / steps) : 0, tl.row_bytes};
                         pick(a->type, T)(&one, a, t);
                     }
                     t += T;
                 }
+                tl.npf = tl.pf_per_step = 0; /* requested once: later tokens reuse the rows */
             }
             k += R;
         }

@@ -3,12 +3,25 @@
  *
  * Decode issues many small ops back to back, so waking threads through the
  * kernel for each one would cost more than the op.  Workers therefore spin
- * on a generation counter for a short while after each job and only then
- * sleep on a condition variable; the caller takes part 0 of every job.
+ * on the job word for a short while after each job and only then sleep on
+ * a condition variable.
  *
- * Jobs are serialised by the caller (ctx->lock), so one job is in flight at
- * a time.  All shared state is in C11 atomics with sequential consistency,
- * which the sleep/wake handshake below relies on.
+ * A job is split into nth parts, fn(arg, part, nth), exactly as a static
+ * split would cut it, but the parts are CLAIMED: the caller and the workers
+ * take the next unclaimed part until none is left.  What a part computes
+ * does not depend on which thread runs it, so results are those of the
+ * static split; but a worker that has lost its core (another process on a
+ * small machine, an interrupt) no longer holds the whole op up: the caller
+ * runs the part it has not started.  Only parts that were claimed are
+ * waited for.
+ *
+ * The job word packs (generation << 32 | parts << 16 | next part): a claim
+ * is a compare-and-swap on it, and fn/arg are read only after a claim
+ * succeeded, when they are certainly the claimed job's (they only change
+ * after all of a job's parts are done, which cannot happen while the part
+ * just claimed is not).  Jobs are serialised by the caller (ctx->lock).  All shared
+ * state is in C11 atomics with sequential consistency, which the sleep/wake
+ * handshakes below rely on.
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -24,14 +37,12 @@ struct hc_cpu_pool {
     int n_threads;                 /* caller included */
     int n_started;                 /* workers actually running */
     pthread_t *threads;
-    struct worker { hc_cpu_pool *pool; int index; } *workers;
 
-    hc_cpu_task_fn fn;             /* the job: written before gen moves */
+    hc_cpu_task_fn fn;             /* the job: written before the job word moves */
     void *arg;
-    int n_active;
 
-    atomic_uint gen;               /* bumped once per job */
-    atomic_int remaining;          /* workers yet to finish this job */
+    _Atomic uint64_t job;          /* generation << 32 | parts << 16 | next part */
+    atomic_int parts_done;         /* parts of the current job finished */
     atomic_int n_sleeping;         /* workers blocked on wake */
     atomic_int caller_sleeping;
     atomic_int stop;
@@ -49,22 +60,58 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* Waits until the generation differs from `seen` (or stop). */
-static unsigned int wait_for_job(hc_cpu_pool *p, unsigned int seen)
+static inline uint32_t job_gen(uint64_t j)
 {
-    unsigned int g;
+    return (uint32_t)(j >> 32);
+}
+
+static inline int job_parts(uint64_t j)
+{
+    return (int)((j >> 16) & 0xffff);
+}
+
+static inline int job_next(uint64_t j)
+{
+    return (int)(j & 0xffff);
+}
+
+/* Claims and runs parts of the job of generation `gen` until none is left.
+ * Returns without doing anything if that job is over. */
+static void run_parts(hc_cpu_pool *p, uint32_t gen)
+{
+    uint64_t j = atomic_load(&p->job);
+    for (;;) {
+        const int n = job_parts(j), part = job_next(j);
+        if (job_gen(j) != gen || part >= n)
+            return;
+        if (!atomic_compare_exchange_weak(&p->job, &j, j + 1))
+            continue; /* j now holds the current word */
+        p->fn(p->arg, part, n);
+        if (atomic_fetch_add(&p->parts_done, 1) + 1 == n && atomic_load(&p->caller_sleeping)) {
+            pthread_mutex_lock(&p->mtx);
+            pthread_cond_broadcast(&p->done);
+            pthread_mutex_unlock(&p->mtx);
+        }
+        j = atomic_load(&p->job);
+    }
+}
+
+/* Waits until the job generation differs from `seen` (or stop). */
+static uint32_t wait_for_job(hc_cpu_pool *p, uint32_t seen)
+{
+    uint32_t g;
 
     for (int i = 0; i < POOL_SPIN; i++) {
-        g = atomic_load(&p->gen);
+        g = job_gen(atomic_load(&p->job));
         if (g != seen || atomic_load(&p->stop))
             return g;
         cpu_relax();
     }
-    /* Announce the sleep before re-checking gen: the publisher bumps gen and
-     * then reads n_sleeping, so one of the two sides always sees the other. */
+    /* Announce the sleep before re-checking: the publisher moves the job
+     * word and then reads n_sleeping, so one side always sees the other. */
     pthread_mutex_lock(&p->mtx);
     atomic_fetch_add(&p->n_sleeping, 1);
-    while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->stop))
+    while ((g = job_gen(atomic_load(&p->job))) == seen && !atomic_load(&p->stop))
         pthread_cond_wait(&p->wake, &p->mtx);
     atomic_fetch_sub(&p->n_sleeping, 1);
     pthread_mutex_unlock(&p->mtx);
@@ -73,24 +120,17 @@ static unsigned int wait_for_job(hc_cpu_pool *p, unsigned int seen)
 
 static void *worker_main(void *arg)
 {
-    struct worker *w = arg;
-    hc_cpu_pool *p = w->pool;
-    /* 0, not the current value: a worker that starts late must still see
-     * the job that may already have been published (gen starts at 0 and
-     * no job can complete without this worker). */
-    unsigned int seen = 0;
+    hc_cpu_pool *p = arg;
+    /* 0, not the current value: a worker that starts late must still look
+     * at a job that may already have been published (generation 0 is never
+     * a job's). */
+    uint32_t seen = 0;
 
     for (;;) {
         seen = wait_for_job(p, seen);
         if (atomic_load(&p->stop))
             break;
-        if (w->index < p->n_active)
-            p->fn(p->arg, w->index, p->n_active);
-        if (atomic_fetch_sub(&p->remaining, 1) == 1 && atomic_load(&p->caller_sleeping)) {
-            pthread_mutex_lock(&p->mtx);
-            pthread_cond_broadcast(&p->done);
-            pthread_mutex_unlock(&p->mtx);
-        }
+        run_parts(p, seen);
     }
     return NULL;
 }
@@ -100,7 +140,6 @@ void hc_cpu_pool_destroy(hc_cpu_pool *p)
     if (!p)
         return;
     atomic_store(&p->stop, 1);
-    atomic_fetch_add(&p->gen, 1);
     pthread_mutex_lock(&p->mtx);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mtx);
@@ -109,7 +148,6 @@ void hc_cpu_pool_destroy(hc_cpu_pool *p)
     pthread_cond_destroy(&p->done);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mtx);
-    free(p->workers);
     free(p->threads);
     free(p);
 }
@@ -126,8 +164,8 @@ hc_status hc_cpu_pool_create(int n_threads, hc_cpu_pool **out)
     if (!p)
         goto out;
     p->n_threads = n_threads;
-    atomic_init(&p->gen, 0);
-    atomic_init(&p->remaining, 0);
+    atomic_init(&p->job, 0);
+    atomic_init(&p->parts_done, 0);
     atomic_init(&p->n_sleeping, 0);
     atomic_init(&p->caller_sleeping, 0);
     atomic_init(&p->stop, 0);
@@ -136,13 +174,11 @@ hc_status hc_cpu_pool_create(int n_threads, hc_cpu_pool **out)
     pthread_cond_init(&p->done, NULL);
     if (n_threads > 1) {
         p->threads = calloc((size_t)n_threads - 1, sizeof *p->threads);
-        p->workers = calloc((size_t)n_threads - 1, sizeof *p->workers);
-        if (!p->threads || !p->workers)
+        if (!p->threads)
             goto out;
     }
     for (int i = 1; i < n_threads; i++) {
-        p->workers[i - 1] = (struct worker){p, i};
-        if (pthread_create(&p->threads[i - 1], NULL, worker_main, &p->workers[i - 1]) != 0) {
+        if (pthread_create(&p->threads[i - 1], NULL, worker_main, p) != 0) {
             st = HC_E_INTERNAL;
             goto out;
         }
@@ -171,21 +207,25 @@ void hc_cpu_pool_run(hc_cpu_pool *p, hc_cpu_task_fn fn, void *arg, int nth)
     }
     p->fn = fn;
     p->arg = arg;
-    p->n_active = nth;
-    atomic_store(&p->remaining, p->n_threads - 1);
-    atomic_fetch_add(&p->gen, 1);
+    atomic_store(&p->parts_done, 0);
+    /* A new generation (never 0, the workers' initial "seen") at part 0. */
+    uint32_t gen = job_gen(atomic_load(&p->job)) + 1;
+    if (gen == 0)
+        gen = 1;
+    atomic_store(&p->job, (uint64_t)gen << 32 | (uint64_t)nth << 16);
     if (atomic_load(&p->n_sleeping) > 0) {
         pthread_mutex_lock(&p->mtx);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mtx);
     }
-    fn(arg, 0, nth);
-    for (int i = 0; i < POOL_SPIN && atomic_load(&p->remaining) > 0; i++)
+    run_parts(p, gen);
+    /* Every part is claimed; wait for those other threads are running. */
+    for (int i = 0; i < POOL_SPIN && atomic_load(&p->parts_done) < nth; i++)
         cpu_relax();
-    if (atomic_load(&p->remaining) > 0) {
+    if (atomic_load(&p->parts_done) < nth) {
         pthread_mutex_lock(&p->mtx);
         atomic_store(&p->caller_sleeping, 1);
-        while (atomic_load(&p->remaining) > 0)
+        while (atomic_load(&p->parts_done) < nth)
             pthread_cond_wait(&p->done, &p->mtx);
         atomic_store(&p->caller_sleeping, 0);
         pthread_mutex_unlock(&p->mtx);

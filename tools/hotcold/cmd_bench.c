@@ -1,15 +1,18 @@
 /*
  * `hotcold bench`: prompt and decode speed of a model, each figure set
  * against the measured memory-bandwidth floor.  Decode is memory-bound: a
- * token must read every weight once, so its best possible speed is
- * bandwidth / bytes-per-token.
+ * token must read every weight it uses once, so its best possible speed is
+ * bandwidth / bytes-per-token.  Dense reads every weight; sparse reads the
+ * attention, the predictor and only the FFN rows it computes (measured).
  */
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_ops.h"
 #include "commands.h"
 #include "hotcold/hotcold.h"
 #include "tool_util.h"
@@ -26,18 +29,33 @@ static void usage(FILE *f)
             "  -t, --threads N       CPU threads (default: all cores)\n"
             "  -p, --n-prompt N      prompt tokens (default 64; 0 = skip)\n"
             "  -n, --n-gen N         decoded tokens (default 64)\n"
-            "  -r, --repetitions N   runs; the best is reported (default 3)\n"
-            "      --device SPEC     device (default cpu)\n"
+            "  -r, --repetitions N   rounds; each runs every mode once, in turn, so the\n"
+            "                        modes see the same machine; the best is reported\n"
+            "                        (default 3).  Bandwidth is measured before and after\n"
+            "                        every round and its best is the floor.\n"
+            "      --sparse LIST     FFN modes to measure, comma-separated: off, oracle,\n"
+            "                        predictor (default: off,predictor for files with\n"
+            "                        predictors, else off)\n"
+            "      --device SPEC     cpu (default) or a GPU, as for 'hotcold run'\n"
+            "      --vram-budget GiB what the GPU may hold (default: its free memory - 256 MiB)\n"
+            "      --ops             time single weight ops instead (--ops --help)\n"
             "  -h, --help            this text\n");
 }
 
 typedef struct bench_opts {
-    const char *model, *device;
+    const char *model, *device, *modes;
     int n_threads, n_prompt, n_gen, reps;
+    double vram_budget; /* bytes; < 0: the device's default */
 } bench_opts;
 
-/* One repetition: returns 0 and fills prompt/decode seconds. */
-static int run_once(hc_model *m, const bench_opts *o, double *prompt_s, double *decode_s)
+typedef struct bench_result {
+    double prompt_s, decode_s; /* best of the repetitions */
+    double token_bytes;        /* bytes a decoded token read (measured sparsity) */
+    double mean_frac;          /* mean fraction of FFN neurons computed */
+} bench_result;
+
+/* One repetition: prompt then greedy decode; fills times and bytes/token. */
+static int run_once(hc_model *m, const bench_opts *o, bench_result *r)
 {
     hc_model_desc d;
     hc_model_describe(m, &d);
@@ -56,7 +74,10 @@ static int run_once(hc_model *m, const bench_opts *o, double *prompt_s, double *
     double t0 = hc_tool_now();
     if (hc_context_eval(c, prompt, o->n_prompt + 1, logits))
         goto out;
-    *prompt_s = hc_tool_now() - t0;
+    double prompt_s = hc_tool_now() - t0;
+    hc_context_reset(c); /* statistics of the decode only; the KV cache is rebuilt below */
+    if (hc_context_eval(c, prompt, 1, logits))
+        goto out;
     t0 = hc_tool_now();
     for (int i = 0; i < o->n_gen; i++) {
         int32_t best = 0;
@@ -66,7 +87,17 @@ static int run_once(hc_model *m, const bench_opts *o, double *prompt_s, double *
         if (hc_context_eval(c, &best, 1, logits))
             goto out;
     }
-    *decode_s = hc_tool_now() - t0;
+    double decode_s = hc_tool_now() - t0;
+    r->prompt_s = fmin(r->prompt_s, prompt_s);
+    r->decode_s = fmin(r->decode_s, decode_s);
+    r->token_bytes = hc_tool_token_bytes(m, c);
+    double sum = 0;
+    for (int il = 0; il < d.n_layer; il++) {
+        hc_layer_sparse_stats ls;
+        hc_context_sparse_stats(c, il, &ls);
+        sum += ls.computed_frac;
+    }
+    r->mean_frac = d.sparse == HC_SPARSE_OFF ? 1.0 : sum / d.n_layer;
     rc = 0;
 out:
     if (rc)
@@ -77,42 +108,94 @@ out:
     return rc;
 }
 
-int hc_cmd_bench(int argc, char **argv)
+/* Load the model once per FFN mode. */
+static hc_model *load_mode(hc_engine *e, const bench_opts *o, int mode)
+{
+    hc_model_params mp = hc_model_default_params();
+    mp.device = o->device;
+    mp.sparse = mode;
+    mp.vram_budget = o->vram_budget;
+    mp.n_ctx = o->n_prompt + o->n_gen + 1;
+    hc_model *m = hc_model_load(e, o->model, &mp);
+    if (!m)
+        fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
+    return m;
+}
+
+static int parse_opts(int argc, char **argv, bench_opts *o)
 {
     static const struct option longopts[] = {
         {"model", required_argument, 0, 'm'},   {"threads", required_argument, 0, 't'},
         {"n-prompt", required_argument, 0, 'p'}, {"n-gen", required_argument, 0, 'n'},
         {"repetitions", required_argument, 0, 'r'}, {"device", required_argument, 0, 'D'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+        {"sparse", required_argument, 0, 'S'},  {"help", no_argument, 0, 'h'},
+        {"vram-budget", required_argument, 0, 'B'},
+        {0, 0, 0, 0},
     };
-    bench_opts o = {NULL, "cpu", 0, 64, 64, 3};
-    char model_path[4096];
-    hc_engine *e = NULL;
-    hc_model *m = NULL;
-    int rc = 1, c, ok;
+    int c, ok;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:t:p:n:r:h", longopts, NULL)) != -1) {
         ok = 1;
         switch (c) {
-        case 'm': o.model = optarg; break;
-        case 'D': o.device = optarg; break;
-        case 't': ok = hc_tool_parse_int(optarg, 1, 1024, &o.n_threads); break;
-        case 'p': ok = hc_tool_parse_int(optarg, 0, 1 << 20, &o.n_prompt); break;
-        case 'n': ok = hc_tool_parse_int(optarg, 1, 1 << 20, &o.n_gen); break;
-        case 'r': ok = hc_tool_parse_int(optarg, 1, 1000, &o.reps); break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'm': o->model = optarg; break;
+        case 'D': o->device = optarg; break;
+        case 'S': o->modes = optarg; break;
+        case 'B': {
+            float gib;
+            ok = hc_tool_parse_float(optarg, 0.0f, 1e6f, &gib);
+            o->vram_budget = (double)gib * 1024.0 * 1024.0 * 1024.0;
+            break;
+        }
+        case 't': ok = hc_tool_parse_int(optarg, 1, 1024, &o->n_threads); break;
+        case 'p': ok = hc_tool_parse_int(optarg, 0, 1 << 20, &o->n_prompt); break;
+        case 'n': ok = hc_tool_parse_int(optarg, 1, 1 << 20, &o->n_gen); break;
+        case 'r': ok = hc_tool_parse_int(optarg, 1, 1000, &o->reps); break;
+        case 'h': usage(stdout); return 1;
+        default: usage(stderr); return -1;
         }
         if (!ok) {
             fprintf(stderr, "hotcold bench: bad value '%s' for %s (see --help)\n", optarg,
                     hc_tool_option_name(longopts, c));
-            return 2;
+            return -1;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "hotcold bench: unexpected argument '%s'\n", argv[optind]);
-        return 2;
+        return -1;
     }
+    return 0;
+}
+
+/* "off,predictor" -> modes[]; returns the count or -1. */
+static int parse_modes(const char *list, int *modes, int max)
+{
+    char buf[128];
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (n == max || !hc_tool_parse_sparse_mode(tok, &modes[n])) {
+            fprintf(stderr, "hotcold bench: bad --sparse entry '%s' (off, oracle, predictor)\n",
+                    tok);
+            return -1;
+        }
+        n++;
+    }
+    return n;
+}
+
+int hc_cmd_bench(int argc, char **argv)
+{
+    bench_opts o = {NULL, "cpu", NULL, 0, 64, 64, 3, -1.0};
+    hc_model *models[4] = {NULL};
+    char model_path[4096];
+    hc_engine *e = NULL;
+    int rc = 1, modes[4], n_modes;
+    if (hc_bench_ops_wanted(argc, argv))
+        return hc_bench_ops(argc, argv);
+    int pr = parse_opts(argc, argv, &o);
+    if (pr)
+        return pr > 0 ? 0 : 2;
     if (!o.model) {
         if (hc_tool_default_model(model_path, sizeof model_path))
             return 1;
@@ -121,54 +204,109 @@ int hc_cmd_bench(int argc, char **argv)
     hc_engine_params ep = hc_engine_default_params();
     ep.n_threads = o.n_threads;
     e = hc_engine_open(&ep);
-    hc_model_params mp = hc_model_default_params();
-    mp.device = o.device;
-    m = e ? hc_model_load(e, o.model, &mp) : NULL;
-    if (!m) {
+    if (!e) {
         fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
-        goto out;
+        return 1;
     }
     hc_device_report dr = {0};
-    int dev = hc_engine_find_device(e, o.device);
-    hc_engine_device_report(e, dev, &dr);
-    int threads = dr.info.n_threads > 0 ? dr.info.n_threads : 1;
-
-    fprintf(stderr, "measuring host memory bandwidth with %d thread%s...\n", threads,
-            threads == 1 ? "" : "s");
-    double bw = hc_host_read_bandwidth(threads, 0, 3);
-    if (bw <= 0) {
-        fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
+    int dev = hc_engine_find_device(e, o.device), cpu = hc_engine_find_device(e, "cpu");
+    if (dev < 0 || hc_engine_device_report(e, dev, &dr)) {
+        fprintf(stderr, "hotcold bench: no device '%s' (see hotcold devices)\n", o.device);
         goto out;
     }
-    hc_model_desc d;
-    hc_model_describe(m, &d);
-    double best_p = 1e30, best_d = 1e30;
-    for (int r = 0; r < o.reps; r++) {
-        double ps = 0, ds = 0;
-        fprintf(stderr, "run %d/%d...\n", r + 1, o.reps);
-        if (run_once(m, &o, &ps, &ds))
-            goto out;
-        best_p = ps < best_p ? ps : best_p;
-        best_d = ds < best_d ? ds : best_d;
+    hc_device_report cr = {0};
+    if (cpu < 0 || hc_engine_device_report(e, cpu, &cr)) {
+        fprintf(stderr, "hotcold bench: no CPU device (see hotcold devices)\n");
+        goto out;
     }
-    double bytes = (double)d.decode_bytes;
-    double tps = o.n_gen / best_d;
-    printf("device        %s (%s), %d threads\n", dr.info.name, o.device, threads);
-    printf("model         %s: %s, %s, %d layers, n_embd %d, n_ff %d\n", o.model, d.arch,
-           hc_type_name((hc_type)d.weight_type), d.n_layer, d.n_embd, d.n_ff);
-    printf("bandwidth     %.1f GB/s host read (measured, %d threads)\n", bw / 1e9, threads);
-    if (o.n_prompt > 0)
-        printf("prompt        %d tokens: %.1f tok/s\n", o.n_prompt + 1,
-               (o.n_prompt + 1) / best_p);
-    printf("decode        %d tokens: %.2f tok/s, %.2f MiB/token -> %.2f GB/s achieved\n",
-           o.n_gen, tps, bytes / (1 << 20), tps * bytes / 1e9);
-    printf("floor         %.2f tok/s at %.1f GB/s: decode runs at %.0f%% of the floor%s\n",
-           bw / bytes, bw / 1e9, 100.0 * tps * bytes / bw,
-           bytes < 32.0 * (1 << 20) ? " (weights fit in cache: the DRAM floor does not bind)"
-                                    : "");
+    dr.info.n_threads = cr.info.n_threads;
+    int threads = dr.info.n_threads > 0 ? dr.info.n_threads : 1;
+
+    /* Which modes: the user's list, or dense plus the file's own mode. */
+    hc_model_desc d;
+    bench_result res[4];
+    if (o.modes) {
+        if ((n_modes = parse_modes(o.modes, modes, 4)) < 0)
+            goto out;
+    } else {
+        hc_model *probe = hc_model_load(e, o.model, NULL);
+        if (!probe) {
+            fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
+            goto out;
+        }
+        hc_model_describe(probe, &d);
+        hc_model_free(probe);
+        n_modes = 0;
+        modes[n_modes++] = HC_SPARSE_OFF;
+        if (d.sparse != HC_SPARSE_OFF)
+            modes[n_modes++] = d.sparse;
+    }
+
+    for (int i = 0; i < n_modes; i++) {
+        if (!(models[i] = load_mode(e, &o, modes[i])))
+            goto out;
+        res[i].prompt_s = res[i].decode_s = INFINITY;
+    }
+    hc_model_describe(models[0], &d);
+    /* Rounds: bandwidth, then every mode once.  The machine may be shared
+     * and its bandwidth wander; interleaving gives the modes the same
+     * conditions, and the best bandwidth seen is the (strictest) floor. */
+    double bw = 0;
+    for (int rep = 0; rep <= o.reps; rep++) {
+        if (rep < o.reps)
+            fprintf(stderr, "round %d/%d: host memory bandwidth (%d threads)", rep + 1, o.reps,
+                    threads);
+        else
+            fprintf(stderr, "after the last round: host memory bandwidth");
+        double b = hc_host_read_bandwidth(threads, 0, 3);
+        if (b <= 0) {
+            fprintf(stderr, "\nhotcold bench: %s\n", hc_last_error());
+            goto out;
+        }
+        bw = b > bw ? b : bw;
+        fprintf(stderr, " %.1f GB/s", b / 1e9);
+        if (rep == o.reps) {
+            fprintf(stderr, "\n");
+            break; /* the last measurement closes the last round */
+        }
+        for (int i = 0; i < n_modes; i++) {
+            fprintf(stderr, ", %s", hc_tool_sparse_mode_name(modes[i]));
+            if (run_once(models[i], &o, &res[i]))
+                goto out;
+        }
+        fprintf(stderr, "\n");
+    }
+
+    printf("device     %s (%s), %d threads\n", dr.info.name, o.device, threads);
+    printf("model      %s: %s%s, %s, %d layers, n_embd %d, n_ff %d, %.1f MiB\n", o.model, d.arch,
+           d.is_pwri ? " (PowerInfer)" : "", hc_type_name((hc_type)d.weight_type), d.n_layer,
+           d.n_embd, d.n_ff, (double)d.weight_bytes / (1 << 20));
+    printf("bandwidth  %.1f GB/s host read (best of %d measurements with %d threads over 512 MiB)\n",
+           bw / 1e9, o.reps + 1, threads);
+    printf("%-10s %8s %9s %10s %9s %8s %10s %8s\n", "ffn", "ffn %", "prompt/s", "decode/s",
+           "MiB/tok", "GB/s", "floor/s", "% floor");
+    for (int i = 0; i < n_modes; i++) {
+        const bench_result *r = &res[i];
+        double tps = o.n_gen / r->decode_s;
+        printf("%-10s %7.1f%% %9.1f %10.2f %9.2f %8.2f %10.2f %7.0f%%\n",
+               hc_tool_sparse_mode_name(modes[i]), 100.0 * r->mean_frac,
+               o.n_prompt > 0 ? (o.n_prompt + 1) / r->prompt_s : 0.0, tps,
+               r->token_bytes / (1 << 20), tps * r->token_bytes / 1e9, bw / r->token_bytes,
+               100.0 * tps * r->token_bytes / bw);
+    }
+    if (n_modes > 1 && modes[0] == HC_SPARSE_OFF)
+        for (int i = 1; i < n_modes; i++)
+            printf("%s vs dense: %.2fx faster (floor ratio %.2fx)\n",
+                   hc_tool_sparse_mode_name(modes[i]), res[0].decode_s / res[i].decode_s,
+                   res[0].token_bytes / res[i].token_bytes);
+    if (d.weight_bytes < (64u << 20))
+        printf("note: %.1f MiB of weights fit in this machine's cache, so the DRAM floor does "
+               "not bind (percentages above 100%% are possible)\n",
+               (double)d.weight_bytes / (1 << 20));
     rc = 0;
 out:
-    hc_model_free(m);
+    for (int i = 0; i < 4; i++)
+        hc_model_free(models[i]);
     hc_engine_close(e);
     return rc;
 }

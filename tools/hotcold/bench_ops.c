@@ -1,0 +1,924 @@
+/*
+ * `hotcold bench --ops`: the weight ops of a device plugin (matmul with one
+ * token, matvec_rows, axpy_rows) timed one at a time and set against the
+ * host's measured read bandwidth.
+ *
+ * Decode is memory-bound, so the figure that matters is the bytes an op
+ * actually reads (the listed rows only, for the sparse ops) per second, as a
+ * share of what the memory system delivers.  Two traps make such numbers
+ * lie, and the set-up below avoids both:
+ *  - caches: a matrix of a few MiB read over and over stays in a large L3
+ *    and looks several times faster than DRAM.  The ops cycle through enough
+ *    copies of the matrix to fill --mib MiB (default 512, beyond any L3), and
+ *    the sparse ops take a different row list on every pass, so a row read
+ *    in one pass is not read again until the whole working set has streamed
+ *    through;
+ *  - tiny timings: each figure is the mean over passes that together last
+ *    at least --min-time seconds, the best of --repetitions such figures.
+ * Row lists are random, sorted ascending (as the core's predictor emits
+ * them), and each pass uses another slice of a per-copy permutation of the
+ * rows, so every row is as likely to be listed as any other.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_ops.h"
+#include "device.h"
+#include "engine.h"
+#include "hotcold/hotcold.h"
+#include "tool_util.h"
+
+#define MAX_LIST 16
+#define MAX_PHASES 64
+
+enum { OP_MATMUL, OP_MATVEC_ROWS, OP_AXPY_ROWS, N_OPS };
+static const char *const op_names[N_OPS] = {"matmul", "matvec_rows", "axpy_rows"};
+
+typedef struct ops_opts {
+    const char *device;
+    int threads[MAX_LIST], n_threads;
+    hc_type types[MAX_LIST];
+    int n_types;
+    int64_t rows, cols;
+    double fracs[MAX_LIST];
+    int n_fracs;
+    int want[N_OPS];
+    int mib, reps;
+    double min_s;
+    int decode;               /* --decode: a whole token of a model shape */
+    int shape[7];             /* n_embd n_ff n_layer n_head n_head_kv n_vocab rank */
+} ops_opts;
+
+/* The matrices and vectors one type's measurements run on. */
+typedef struct wset {
+    hc_dev *d;
+    hc_type t;
+    int64_t rows, cols;
+    uint64_t row_bytes, mat_bytes;
+    int copies;
+    hc_buffer *w, *x, *h, *y, *idx;
+    /* The current row lists: phases x copies lists of k rows. */
+    int64_t k;
+    int phases;
+} wset;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hotcold bench --ops [options]\n"
+            "\n"
+            "Time the weight ops of a device (matmul with one token, matvec_rows,\n"
+            "axpy_rows) on a working set larger than the caches, and report the bytes\n"
+            "they read per second against the measured host read bandwidth.\n"
+            "\n"
+            "  -t, --threads LIST    CPU thread counts, e.g. 1,2 (default: all cores)\n"
+            "      --type LIST       f32,f16,q8_0,q4_0 or all (default q4_0)\n"
+            "      --rows R          matrix rows (default 5632)\n"
+            "      --cols C          matrix columns (default 2048)\n"
+            "      --frac LIST       fractions of rows listed for the sparse ops\n"
+            "                        (default 1,0.5,0.1,0.05)\n"
+            "      --op LIST         matmul,matvec_rows,axpy_rows or all (default all)\n"
+            "      --mib M           working set in MiB (default 512)\n"
+            "  -r, --repetitions N   figures per op; the best is reported (default 3)\n"
+            "      --min-time S      seconds each figure averages over (default 0.1)\n"
+            "      --device SPEC     device (default cpu)\n"
+            "\n"
+            "      --decode          instead, the weight ops of whole decode tokens, dense\n"
+            "                        and sparse (--frac of the FFN rows, default 0.1), of a\n"
+            "                        llama-shaped model (default: TinyLlama 1.1B):\n"
+            "      --n-embd N, --n-ff N, --n-layer N, --n-head N, --n-head-kv N,\n"
+            "      --n-vocab N, --rank N (predictor rank)\n"
+            "  -h, --help            this text\n");
+}
+
+/* ---- option parsing --------------------------------------------------------- */
+
+/* Splits a comma list in place; calls one(item) for each.  0 on error. */
+static int parse_list(char *s, int (*one)(const char *item, void *user), void *user)
+{
+    for (char *save = NULL, *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+        if (!one(tok, user))
+            return 0;
+    return 1;
+}
+
+static int add_threads(const char *item, void *user)
+{
+    ops_opts *o = user;
+    int v;
+    if (o->n_threads >= MAX_LIST || !hc_tool_parse_int(item, 1, 1024, &v))
+        return 0;
+    o->threads[o->n_threads++] = v;
+    return 1;
+}
+
+static int add_type(const char *item, void *user)
+{
+    static const hc_type all[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0};
+    ops_opts *o = user;
+    for (int i = 0; i < 4; i++) {
+        if ((strcmp(item, "all") && strcmp(item, hc_type_name(all[i]))) || o->n_types >= MAX_LIST)
+            continue;
+        o->types[o->n_types++] = all[i];
+        if (strcmp(item, "all"))
+            return 1;
+    }
+    return !strcmp(item, "all");
+}
+
+static int add_frac(const char *item, void *user)
+{
+    ops_opts *o = user;
+    float v;
+    if (o->n_fracs >= MAX_LIST || !hc_tool_parse_float(item, 1e-6f, 1.0f, &v))
+        return 0;
+    o->fracs[o->n_fracs++] = v;
+    return 1;
+}
+
+static int add_op(const char *item, void *user)
+{
+    ops_opts *o = user;
+    int found = !strcmp(item, "all");
+    for (int i = 0; i < N_OPS; i++)
+        if (found || !strcmp(item, op_names[i])) {
+            o->want[i] = 1;
+            if (strcmp(item, "all"))
+                return 1;
+        }
+    return found;
+}
+
+/* ---- the working set -------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    /* xorshift64*: plenty for filling matrices and shuffling rows. */
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ull;
+}
+
+/* A random fp16 of magnitude 2^-6..2^-2: finite, so no NaN slows anything. */
+static uint16_t rng_half(uint64_t *s)
+{
+    uint64_t r = rng_next(s);
+    return (uint16_t)(((r >> 63) << 15) | ((9 + (r >> 32) % 5) << 10) | (r & 0x3ff));
+}
+
+/* One matrix of valid, random weights of type t. */
+static void fill_matrix(hc_type t, uint8_t *m, uint64_t bytes, uint64_t *seed)
+{
+    uint64_t i = 0;
+    switch (t) {
+    case HC_TYPE_F32:
+        for (; i + 4 <= bytes; i += 4) {
+            float v = (float)((int64_t)(rng_next(seed) >> 40) - (1 << 23)) / (float)(1 << 25);
+            memcpy(m + i, &v, 4);
+        }
+        break;
+    case HC_TYPE_F16:
+        for (; i + 2 <= bytes; i += 2) {
+            uint16_t h = rng_half(seed);
+            memcpy(m + i, &h, 2);
+        }
+        break;
+    case HC_TYPE_Q4_0:
+    case HC_TYPE_Q8_0: {
+        const uint64_t blk = t == HC_TYPE_Q4_0 ? HC_Q4_0_BLOCK_BYTES : HC_Q8_0_BLOCK_BYTES;
+        for (; i + blk <= bytes; i += blk) {
+            uint16_t d = rng_half(seed);
+            memcpy(m + i, &d, 2);
+            for (uint64_t j = 2; j < blk; j++)
+                m[i + j] = (uint8_t)rng_next(seed);
+        }
+        break;
+    }
+    }
+}
+
+static void wset_free(wset *ws)
+{
+    hc_buffer **bufs[] = {&ws->w, &ws->x, &ws->h, &ws->y, &ws->idx};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        if (*bufs[i])
+            hc_dev_free(ws->d, *bufs[i]);
+        *bufs[i] = NULL;
+    }
+}
+
+/* Random vectors of n floats in [-1, 1) into b. */
+static int upload_vector(hc_dev *d, hc_buffer *b, int64_t n, uint64_t *seed)
+{
+    float *v = malloc((size_t)n * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "hotcold bench: out of memory\n");
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++)
+        v[i] = (float)((int64_t)(rng_next(seed) >> 40) - (1 << 23)) / (float)(1 << 23);
+    int rc = hc_dev_upload(d, (hc_ref){b, 0}, v, (uint64_t)n * sizeof *v);
+    free(v);
+    return rc;
+}
+
+/* `copies` copies of a rows x cols matrix filling at least `bytes`, plus
+ * x, h and y.  0 or -1 (message printed). */
+static int wset_init(wset *ws, hc_dev *d, hc_type t, int64_t rows, int64_t cols, uint64_t bytes)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)t;
+    uint8_t *host = NULL;
+    int rc = -1;
+
+    memset(ws, 0, sizeof *ws);
+    ws->d = d;
+    ws->t = t;
+    ws->rows = rows;
+    ws->cols = cols;
+    ws->phases = 1; /* matmul takes no list */
+    ws->row_bytes = hc_type_row_size(t, cols);
+    ws->mat_bytes = ws->row_bytes * (uint64_t)rows;
+    if (ws->row_bytes == 0 || ws->mat_bytes == 0) {
+        fprintf(stderr, "hotcold bench: %lld columns do not fit type %s (blocks of 32)\n",
+                (long long)cols, hc_type_name(t));
+        return -1;
+    }
+    /* Whole 64-byte lines per copy, so every copy starts as aligned as the first. */
+    uint64_t stride = (ws->mat_bytes + 63) & ~(uint64_t)63;
+    ws->mat_bytes = stride;
+    ws->copies = (int)((bytes + stride - 1) / stride);
+    if (ws->copies < 1)
+        ws->copies = 1;
+    host = malloc(stride);
+    if (!host) {
+        fprintf(stderr, "hotcold bench: out of memory\n");
+        goto out;
+    }
+    memset(host, 0, stride);
+    fill_matrix(t, host, ws->row_bytes * (uint64_t)rows, &seed);
+    int64_t vec = rows > cols ? rows : cols;
+    if (hc_dev_alloc(d, stride * (uint64_t)ws->copies, &ws->w) ||
+        hc_dev_alloc(d, (uint64_t)vec * 4, &ws->x) || hc_dev_alloc(d, (uint64_t)vec * 4, &ws->h) ||
+        hc_dev_alloc(d, (uint64_t)vec * 4, &ws->y))
+        goto fail;
+    for (int c = 0; c < ws->copies; c++)
+        if (hc_dev_upload(d, (hc_ref){ws->w, stride * (uint64_t)c}, host, stride))
+            goto fail;
+    if (upload_vector(d, ws->x, vec, &seed) || upload_vector(d, ws->h, vec, &seed) ||
+        upload_vector(d, ws->y, vec, &seed))
+        goto fail;
+    rc = 0;
+    goto out;
+fail:
+    fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
+out:
+    free(host);
+    if (rc)
+        wset_free(ws);
+    return rc;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Row lists of k rows for every (phase, copy): phase p of copy c is slice p
+ * of a random permutation of that copy's rows, sorted.  Consecutive passes
+ * therefore read disjoint rows until the permutation is used up. */
+static int wset_lists(wset *ws, int64_t k)
+{
+    int64_t rows = ws->rows;
+    int phases = (int)(rows / k < MAX_PHASES ? rows / k : MAX_PHASES);
+    if (phases < 1)
+        phases = 1;
+    size_t n = (size_t)phases * (size_t)ws->copies * (size_t)k;
+    int32_t *lists = malloc(n * sizeof *lists), *perm = malloc((size_t)rows * sizeof *perm);
+    uint64_t seed = 0x2545f4914f6cdd1dull ^ (uint64_t)k;
+    int rc = -1;
+
+    if (!lists || !perm) {
+        fprintf(stderr, "hotcold bench: out of memory\n");
+        goto out;
+    }
+    for (int c = 0; c < ws->copies; c++) {
+        for (int64_t i = 0; i < rows; i++)
+            perm[i] = (int32_t)i;
+        for (int64_t i = rows - 1; i > 0; i--) {
+            int64_t j = (int64_t)(rng_next(&seed) % (uint64_t)(i + 1));
+            int32_t tmp = perm[i];
+            perm[i] = perm[j];
+            perm[j] = tmp;
+        }
+        for (int p = 0; p < phases; p++) {
+            int32_t *l = lists + ((size_t)p * (size_t)ws->copies + (size_t)c) * (size_t)k;
+            memcpy(l, perm + (size_t)p * (size_t)k, (size_t)k * sizeof *l);
+            qsort(l, (size_t)k, sizeof *l, cmp_i32);
+        }
+    }
+    if (ws->idx)
+        hc_dev_free(ws->d, ws->idx);
+    ws->idx = NULL;
+    if (hc_dev_alloc(ws->d, n * sizeof *lists, &ws->idx) ||
+        hc_dev_upload(ws->d, (hc_ref){ws->idx, 0}, lists, n * sizeof *lists)) {
+        fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
+        goto out;
+    }
+    ws->k = k;
+    ws->phases = phases;
+    rc = 0;
+out:
+    free(perm);
+    free(lists);
+    return rc;
+}
+
+/* ---- timing ----------------------------------------------------------------- */
+
+static int op_failed(const wset *ws, const char *op, hc_status st)
+{
+    hc_dev *d = ws->d;
+    fprintf(stderr, "hotcold bench: %s %s failed (status %d): %s\n", op, hc_type_name(ws->t),
+            (int)st, d->ops->last_error ? d->ops->last_error(d->be->ctx) : "");
+    return -1;
+}
+
+/* One op on copy c with the list of phase p. */
+static int run_op(const wset *ws, int op, int c, int p)
+{
+    const hc_plugin_ops *o = ws->d->ops;
+    hc_stream *s = ws->d->stream;
+    hc_ref w = {ws->w, ws->mat_bytes * (uint64_t)c};
+    hc_ref idx = {ws->idx, ((uint64_t)p * (uint64_t)ws->copies + (uint64_t)c) * (uint64_t)ws->k * 4};
+    hc_ref x = {ws->x, 0}, h = {ws->h, 0}, y = {ws->y, 0};
+    hc_status st = HC_E_UNSUPPORTED;
+
+    switch (op) {
+    case OP_MATMUL: st = o->matmul(s, ws->t, w, ws->rows, ws->cols, x, 1, y); break;
+    case OP_MATVEC_ROWS:
+        if (o->matvec_rows)
+            st = o->matvec_rows(s, ws->t, w, ws->rows, ws->cols, x, 1, idx, ws->k, y);
+        break;
+    case OP_AXPY_ROWS:
+        if (o->axpy_rows)
+            st = o->axpy_rows(s, ws->t, w, ws->rows, ws->cols, h, 1, idx, ws->k, y);
+        break;
+    }
+    return st == HC_OK ? 0 : op_failed(ws, op_names[op], st);
+}
+
+/* Mean seconds per op over the working set: best of `reps` figures, each
+ * over whole passes lasting at least min_s.  -1 on failure. */
+static double time_op(const wset *ws, int op, int reps, double min_s)
+{
+    int phase = 0;
+    double best = 1e30;
+
+    /* One untimed pass: page faults, pool wake-up, scratch growth. */
+    for (int c = 0; c < ws->copies; c++)
+        if (run_op(ws, op, c, phase))
+            return -1;
+    for (int r = 0; r < reps; r++) {
+        long n = 0;
+        double t0 = hc_tool_now(), dt;
+        do {
+            phase = (phase + 1) % ws->phases;
+            for (int c = 0; c < ws->copies; c++, n++)
+                if (run_op(ws, op, c, phase))
+                    return -1;
+            if (ws->d->ops->stream_sync && ws->d->ops->stream_sync(ws->d->stream) != HC_OK)
+                return op_failed(ws, "stream_sync", HC_E_DEVICE);
+            dt = hc_tool_now() - t0;
+        } while (dt < min_s);
+        if (dt / (double)n < best)
+            best = dt / (double)n;
+    }
+    return best;
+}
+
+static void print_row(const char *op, hc_type t, double frac, int64_t k, uint64_t bytes,
+                      double sec, double bw)
+{
+    double gbs = (double)bytes / sec / 1e9;
+    printf("%-12s %-5s %6.1f%% %6lld %9.1f %9.1f %8.2f %6.0f%%\n", op, hc_type_name(t),
+           100.0 * frac, (long long)k, (double)bytes / 1024.0, sec * 1e6, gbs,
+           100.0 * gbs * 1e9 / bw);
+}
+
+/* Every wanted op and fraction for one type. */
+static int bench_type(hc_dev *d, const ops_opts *o, hc_type t, double bw)
+{
+    wset ws;
+    int rc = -1;
+
+    if (wset_init(&ws, d, t, o->rows, o->cols, (uint64_t)o->mib << 20))
+        return -1;
+    if (o->want[OP_MATMUL]) {
+        double s = time_op(&ws, OP_MATMUL, o->reps, o->min_s);
+        if (s < 0)
+            goto out;
+        print_row("matmul", t, 1.0, ws.rows, ws.row_bytes * (uint64_t)ws.rows, s, bw);
+    }
+    for (int f = 0; f < o->n_fracs; f++) {
+        int64_t k = llround(o->fracs[f] * (double)o->rows);
+        k = k < 1 ? 1 : k > o->rows ? o->rows : k;
+        if (!o->want[OP_MATVEC_ROWS] && !o->want[OP_AXPY_ROWS])
+            break;
+        if (wset_lists(&ws, k))
+            goto out;
+        for (int op = OP_MATVEC_ROWS; op <= OP_AXPY_ROWS; op++) {
+            if (!o->want[op])
+                continue;
+            double s = time_op(&ws, op, o->reps, o->min_s);
+            if (s < 0)
+                goto out;
+            print_row(op_names[op], t, (double)k / (double)o->rows, k,
+                      ws.row_bytes * (uint64_t)k, s, bw);
+        }
+    }
+    rc = 0;
+out:
+    wset_free(&ws);
+    return rc;
+}
+
+/* The fixed cost of an op: tiny shapes whose data stay in L1, so what is
+ * left is validation, dispatch and (when the op is split) waking the pool. */
+static int bench_dispatch(hc_dev *d, int reps)
+{
+    static const struct {
+        const char *what;
+        int op;
+        hc_type t;
+        int64_t rows, cols, k;
+    } cases[] = {
+        {"matmul f32 64x512 (split over threads)", OP_MATMUL, HC_TYPE_F32, 64, 512, 64},
+        {"matvec_rows q4_0 1 row of 2048", OP_MATVEC_ROWS, HC_TYPE_Q4_0, 64, 2048, 1},
+        {"axpy_rows q4_0 1 row of 2048", OP_AXPY_ROWS, HC_TYPE_Q4_0, 64, 2048, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wset ws;
+        if (wset_init(&ws, d, cases[i].t, cases[i].rows, cases[i].cols, 1))
+            return -1;
+        double s = wset_lists(&ws, cases[i].k) ? -1 : time_op(&ws, cases[i].op, reps, 0.05);
+        wset_free(&ws);
+        if (s < 0)
+            return -1;
+        printf("fixed cost   %-40s %7.2f us/op\n", cases[i].what, s * 1e6);
+    }
+    return 0;
+}
+
+/* ---- a whole decode token, op by op ------------------------------------------ */
+
+/*
+ * --decode: the weight ops one token of a llama-shaped model issues, dense
+ * and PowerInfer-sparse, on weights laid out like a real model's (every
+ * layer its own matrices, so the working set is the model's).  Only the
+ * weight ops are run: the element-wise ops, attention over a short cache and
+ * the row selection cost little next to them, and are the core's.  So this
+ * is the ceiling the kernels put on `hotcold bench` for such a model.
+ *
+ * The sparse FFN reads a random --frac of the rows of gate, up and down_t,
+ * a fresh list every token (from 8 per layer), so rows come from DRAM as
+ * they would for a predictor whose choice varies from token to token.
+ */
+typedef struct dshape {
+    int n_embd, n_ff, n_layer, n_head, n_head_kv, n_vocab, rank;
+} dshape;
+
+enum { K_ATTN, K_PRED, K_ROWS, K_DOWN_T, K_FFN, K_OUT, N_KINDS };
+static const char *const kind_names[N_KINDS] = {
+    "attention wq,wk,wv,wo", "predictor fc1,fc2", "gate,up rows", "down_t rows",
+    "gate,up,down dense",    "output"};
+
+typedef struct dmat {
+    hc_type t;
+    int64_t rows, cols;
+    uint64_t off, bytes;
+} dmat;
+
+#define DEC_PHASES 8
+#define L_WQ 0
+#define L_WK 1
+#define L_WV 2
+#define L_WO 3
+#define L_GATE 4
+#define L_UP 5
+#define L_DOWN 6 /* dense down (n_embd x n_ff) and down_t (n_ff x n_embd): same bytes */
+#define L_FC1 7
+#define L_FC2 8
+#define L_N 9
+
+typedef struct dmodel {
+    hc_dev *d;
+    dshape sh;
+    int64_t k;                /* listed rows per layer */
+    dmat *m;                  /* n_layer x L_N, then the output matrix */
+    hc_buffer *w, *x, *y, *h, *idx;
+    double bytes[2][N_KINDS]; /* per token: [dense, sparse] */
+} dmodel;
+
+/* Q4_0/Q8_0 rows must be whole blocks; like mkmodel, fall back to F16. */
+static hc_type dec_type(hc_type t, int64_t cols)
+{
+    return hc_type_row_size(t, cols) ? t : HC_TYPE_F16;
+}
+
+static void dmodel_free(dmodel *dm)
+{
+    hc_buffer **bufs[] = {&dm->w, &dm->x, &dm->y, &dm->h, &dm->idx};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        if (*bufs[i])
+            hc_dev_free(dm->d, *bufs[i]);
+        *bufs[i] = NULL;
+    }
+    free(dm->m);
+    dm->m = NULL;
+}
+
+static int dmodel_init(dmodel *dm, hc_dev *d, const dshape *sh, hc_type t, double frac)
+{
+    const int64_t n = sh->n_embd, ff = sh->n_ff, kv = (int64_t)sh->n_embd / sh->n_head * sh->n_head_kv;
+    const size_t nm = (size_t)sh->n_layer * L_N + 1;
+    uint64_t total = 0, biggest = 0, seed = 0x5851f42d4c957f2dull;
+    uint8_t *tmpl = NULL;
+    int32_t *lists = NULL, *perm = NULL;
+    int rc = -1;
+
+    memset(dm, 0, sizeof *dm);
+    dm->d = d;
+    dm->sh = *sh;
+    dm->k = llround(frac * (double)ff);
+    dm->k = dm->k < 1 ? 1 : dm->k > ff ? ff : dm->k;
+    dm->m = calloc(nm, sizeof *dm->m);
+    if (!dm->m)
+        goto oom;
+    const int64_t shape[L_N][2] = {{n, n},  {kv, n}, {kv, n},       {n, n},          {ff, n},
+                                   {ff, n}, {n, ff}, {sh->rank, n}, {ff, sh->rank}};
+    for (size_t i = 0; i < nm; i++) {
+        dmat *m = &dm->m[i];
+        const int j = (int)(i % L_N);
+        m->rows = i + 1 == nm ? sh->n_vocab : shape[j][0];
+        m->cols = i + 1 == nm ? n : shape[j][1];
+        m->t = dec_type(t, m->cols);
+        m->bytes = hc_type_row_size(m->t, m->cols) * (uint64_t)m->rows;
+        m->off = total;
+        total += (m->bytes + 63) & ~(uint64_t)63;
+        biggest = m->bytes > biggest ? m->bytes : biggest;
+    }
+    /* One random template, uploaded as the prefix each matrix needs (block
+     * boundaries line up: every matrix starts at a block of the template). */
+    tmpl = malloc(biggest);
+    if (!tmpl)
+        goto oom;
+    if (hc_dev_alloc(d, total, &dm->w))
+        goto fail;
+    hc_type filled = (hc_type)-1;
+    for (size_t i = 0; i < nm; i++) {
+        if (dm->m[i].t != filled) {
+            fill_matrix(dm->m[i].t, tmpl, biggest, &seed);
+            filled = dm->m[i].t;
+        }
+        if (hc_dev_upload(d, (hc_ref){dm->w, dm->m[i].off}, tmpl, dm->m[i].bytes))
+            goto fail;
+    }
+    int64_t vec = sh->n_vocab > ff ? sh->n_vocab : ff;
+    if (hc_dev_alloc(d, (uint64_t)vec * 4, &dm->x) || hc_dev_alloc(d, (uint64_t)vec * 4, &dm->y) ||
+        hc_dev_alloc(d, (uint64_t)vec * 4, &dm->h) || upload_vector(d, dm->x, vec, &seed) ||
+        upload_vector(d, dm->h, vec, &seed))
+        goto fail;
+    /* Row lists: DEC_PHASES per layer, each sorted, from a fresh permutation. */
+    size_t nl = (size_t)sh->n_layer * DEC_PHASES;
+    lists = malloc(nl * (size_t)dm->k * sizeof *lists);
+    perm = malloc((size_t)ff * sizeof *perm);
+    if (!lists || !perm)
+        goto oom;
+    for (size_t l = 0; l < nl; l++) {
+        for (int64_t i = 0; i < ff; i++)
+            perm[i] = (int32_t)i;
+        for (int64_t i = 0; i < dm->k; i++) {
+            int64_t j = i + (int64_t)(rng_next(&seed) % (uint64_t)(ff - i));
+            int32_t tmp = perm[i];
+            perm[i] = perm[j];
+            perm[j] = tmp;
+        }
+        qsort(perm, (size_t)dm->k, sizeof *perm, cmp_i32);
+        memcpy(lists + l * (size_t)dm->k, perm, (size_t)dm->k * sizeof *perm);
+    }
+    if (hc_dev_alloc(d, nl * (uint64_t)dm->k * 4, &dm->idx) ||
+        hc_dev_upload(d, (hc_ref){dm->idx, 0}, lists, nl * (uint64_t)dm->k * 4))
+        goto fail;
+    for (int l = 0; l < sh->n_layer; l++) {
+        const dmat *m = dm->m + (size_t)l * L_N;
+        double rb_rows = (double)hc_type_row_size(m[L_GATE].t, n) * (double)dm->k;
+        for (int s = 0; s < 2; s++)
+            dm->bytes[s][K_ATTN] += (double)(m[L_WQ].bytes + m[L_WK].bytes + m[L_WV].bytes +
+                                             m[L_WO].bytes);
+        dm->bytes[0][K_FFN] += (double)(m[L_GATE].bytes + m[L_UP].bytes + m[L_DOWN].bytes);
+        dm->bytes[1][K_PRED] += (double)(m[L_FC1].bytes + m[L_FC2].bytes);
+        dm->bytes[1][K_ROWS] += 2 * rb_rows;
+        dm->bytes[1][K_DOWN_T] += rb_rows;
+    }
+    dm->bytes[0][K_OUT] = dm->bytes[1][K_OUT] = (double)dm->m[nm - 1].bytes;
+    rc = 0;
+    goto out;
+oom:
+    fprintf(stderr, "hotcold bench: out of memory\n");
+    goto out;
+fail:
+    fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
+out:
+    free(tmpl);
+    free(lists);
+    free(perm);
+    if (rc)
+        dmodel_free(dm);
+    return rc;
+}
+
+static int dec_status(const dmodel *dm, const char *op, hc_status st)
+{
+    if (st == HC_OK)
+        return 0;
+    hc_dev *d = dm->d;
+    fprintf(stderr, "hotcold bench: %s failed (status %d): %s\n", op, (int)st,
+            d->ops->last_error ? d->ops->last_error(d->be->ctx) : "");
+    return -1;
+}
+
+/* y = W x for matrix m (x and y: the shared scratch vectors). */
+static int dec_matmul(const dmodel *dm, const dmat *m)
+{
+    hc_dev *d = dm->d;
+    return dec_status(dm, "matmul",
+                      d->ops->matmul(d->stream, m->t, (hc_ref){dm->w, m->off}, m->rows, m->cols,
+                                     (hc_ref){dm->x, 0}, 1, (hc_ref){dm->y, 0}));
+}
+
+/* One token; adds each kind's seconds to sec[].  sparse: 0 = dense. */
+static int dec_token(const dmodel *dm, int sparse, int token, double sec[N_KINDS])
+{
+    hc_dev *d = dm->d;
+    const hc_plugin_ops *o = d->ops;
+    double t0 = hc_tool_now(), t1;
+#define LAP(kind) (t1 = hc_tool_now(), sec[kind] += t1 - t0, t0 = t1)
+    for (int l = 0; l < dm->sh.n_layer; l++) {
+        const dmat *m = dm->m + (size_t)l * L_N;
+        if (dec_matmul(dm, &m[L_WQ]) || dec_matmul(dm, &m[L_WK]) || dec_matmul(dm, &m[L_WV]) ||
+            dec_matmul(dm, &m[L_WO]))
+            return -1;
+        LAP(K_ATTN);
+        if (!sparse) {
+            if (dec_matmul(dm, &m[L_GATE]) || dec_matmul(dm, &m[L_UP]) || dec_matmul(dm, &m[L_DOWN]))
+                return -1;
+            LAP(K_FFN);
+            continue;
+        }
+        if (dec_matmul(dm, &m[L_FC1]) || dec_matmul(dm, &m[L_FC2]))
+            return -1;
+        LAP(K_PRED);
+        hc_ref idx = {dm->idx, ((uint64_t)l * DEC_PHASES + (uint64_t)(token % DEC_PHASES)) *
+                                   (uint64_t)dm->k * 4};
+        const dmat *g = &m[L_GATE], *u = &m[L_UP];
+        if (dec_status(dm, "matvec_rows",
+                       o->matvec_rows(d->stream, g->t, (hc_ref){dm->w, g->off}, g->rows, g->cols,
+                                      (hc_ref){dm->x, 0}, 1, idx, dm->k, (hc_ref){dm->y, 0})) ||
+            dec_status(dm, "matvec_rows",
+                       o->matvec_rows(d->stream, u->t, (hc_ref){dm->w, u->off}, u->rows, u->cols,
+                                      (hc_ref){dm->x, 0}, 1, idx, dm->k, (hc_ref){dm->y, 0})))
+            return -1;
+        LAP(K_ROWS);
+        /* down_t: n_ff rows of n_embd, in the bytes of the dense down. */
+        if (dec_status(dm, "axpy_rows",
+                       o->axpy_rows(d->stream, g->t, (hc_ref){dm->w, m[L_DOWN].off}, g->rows,
+                                    g->cols, (hc_ref){dm->h, 0}, 1, idx, dm->k,
+                                    (hc_ref){dm->y, 0})))
+            return -1;
+        LAP(K_DOWN_T);
+    }
+    if (dec_matmul(dm, &dm->m[(size_t)dm->sh.n_layer * L_N]))
+        return -1;
+    LAP(K_OUT);
+#undef LAP
+    return 0;
+}
+
+static int bench_decode(hc_dev *d, const ops_opts *o, const dshape *sh, hc_type t, double frac,
+                        double bw)
+{
+    dmodel dm;
+    int rc = -1;
+
+    if (dmodel_init(&dm, d, sh, t, frac))
+        return -1;
+    printf("decode       %d layers, n_embd %d, n_ff %d, heads %d/%d, vocab %d, predictor rank %d, "
+           "%s, %.1f%% of FFN rows\n",
+           sh->n_layer, sh->n_embd, sh->n_ff, sh->n_head, sh->n_head_kv, sh->n_vocab, sh->rank,
+           hc_type_name(t), 100.0 * (double)dm.k / sh->n_ff);
+    double tok_s[2] = {0, 0};
+    for (int sparse = 0; sparse < 2; sparse++) {
+        double best[N_KINDS] = {0}, best_total = 1e30;
+        int token = 0;
+        for (int w = 0; w < 2; w++) { /* warm-up: pool, scratch, page tables */
+            double sec[N_KINDS] = {0};
+            if (dec_token(&dm, sparse, token++, sec))
+                goto out;
+        }
+        for (int r = 0; r < o->reps; r++) {
+            double sec[N_KINDS] = {0}, total = 0, t0 = hc_tool_now();
+            int nt = 0;
+            do {
+                if (dec_token(&dm, sparse, token++, sec))
+                    goto out;
+                nt++;
+            } while (hc_tool_now() - t0 < o->min_s * 5);
+            for (int k = 0; k < N_KINDS; k++) {
+                sec[k] /= nt;
+                total += sec[k];
+            }
+            if (total < best_total) {
+                best_total = total;
+                memcpy(best, sec, sizeof best);
+            }
+        }
+        double bytes = 0;
+        for (int k = 0; k < N_KINDS; k++)
+            bytes += dm.bytes[sparse][k];
+        tok_s[sparse] = 1.0 / best_total;
+        printf("%-6s       %8.1f MiB/token %8.2f ms/token %7.2f tok/s %7.2f GB/s %5.0f%% of bw "
+               "(floor %.2f tok/s)\n",
+               sparse ? "sparse" : "dense", bytes / (1 << 20), best_total * 1e3, 1.0 / best_total,
+               bytes / best_total / 1e9, 100.0 * bytes / best_total / bw, bw / bytes);
+        for (int k = 0; k < N_KINDS; k++) {
+            if (dm.bytes[sparse][k] == 0)
+                continue;
+            printf("  %-22s %8.1f MiB %8.2f ms %7.2f GB/s %5.0f%%\n", kind_names[k],
+                   dm.bytes[sparse][k] / (1 << 20), best[k] * 1e3,
+                   dm.bytes[sparse][k] / best[k] / 1e9, 100.0 * dm.bytes[sparse][k] / best[k] / bw);
+        }
+    }
+    printf("sparse/dense %.2fx\n", tok_s[1] / tok_s[0]);
+    rc = 0;
+out:
+    dmodel_free(&dm);
+    return rc;
+}
+
+int hc_bench_ops_wanted(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--ops"))
+            return 1;
+    return 0;
+}
+
+int hc_bench_ops(int argc, char **argv)
+{
+    enum { O_OPS = 256, O_TYPE, O_ROWS, O_COLS, O_FRAC, O_OP, O_MIB, O_MINT, O_DEV, O_DECODE,
+           O_SHAPE /* + index into ops_opts.shape */ };
+    static const struct option longopts[] = {
+        {"ops", no_argument, 0, O_OPS},          {"threads", required_argument, 0, 't'},
+        {"type", required_argument, 0, O_TYPE},  {"rows", required_argument, 0, O_ROWS},
+        {"cols", required_argument, 0, O_COLS},  {"frac", required_argument, 0, O_FRAC},
+        {"op", required_argument, 0, O_OP},      {"mib", required_argument, 0, O_MIB},
+        {"repetitions", required_argument, 0, 'r'}, {"min-time", required_argument, 0, O_MINT},
+        {"device", required_argument, 0, O_DEV}, {"help", no_argument, 0, 'h'},
+        {"decode", no_argument, 0, O_DECODE},    {"n-embd", required_argument, 0, O_SHAPE + 0},
+        {"n-ff", required_argument, 0, O_SHAPE + 1}, {"n-layer", required_argument, 0, O_SHAPE + 2},
+        {"n-head", required_argument, 0, O_SHAPE + 3},
+        {"n-head-kv", required_argument, 0, O_SHAPE + 4},
+        {"n-vocab", required_argument, 0, O_SHAPE + 5}, {"rank", required_argument, 0, O_SHAPE + 6},
+        {0, 0, 0, 0},
+    };
+    ops_opts o = {.device = "cpu", .rows = 5632, .cols = 2048, .mib = 512, .reps = 3,
+                  .min_s = 0.1, .shape = {2048, 5632, 22, 32, 4, 32000, 256}};
+    hc_engine *e = NULL;
+    hc_dev dev;
+    int rc = 1, c, ok, dev_open = 0, v;
+    float fv;
+
+    memset(&dev, 0, sizeof dev);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:r:h", longopts, NULL)) != -1) {
+        ok = 1;
+        switch (c) {
+        case O_OPS: break;
+        case 't': ok = parse_list(optarg, add_threads, &o); break;
+        case O_TYPE: ok = parse_list(optarg, add_type, &o); break;
+        case O_FRAC: ok = parse_list(optarg, add_frac, &o); break;
+        case O_OP: ok = parse_list(optarg, add_op, &o); break;
+        case O_ROWS:
+            ok = hc_tool_parse_int(optarg, 1, 1 << 24, &v);
+            o.rows = v;
+            break;
+        case O_COLS:
+            ok = hc_tool_parse_int(optarg, 32, 1 << 24, &v);
+            o.cols = v;
+            break;
+        case O_MIB: ok = hc_tool_parse_int(optarg, 1, 1 << 20, &o.mib); break;
+        case 'r': ok = hc_tool_parse_int(optarg, 1, 1000, &o.reps); break;
+        case O_MINT:
+            ok = hc_tool_parse_float(optarg, 0.0f, 60.0f, &fv);
+            o.min_s = fv;
+            break;
+        case O_DEV: o.device = optarg; break;
+        case O_DECODE: o.decode = 1; break;
+        case 'h': usage(stdout); return 0;
+        default:
+            if (c >= O_SHAPE && c < O_SHAPE + 7) {
+                ok = hc_tool_parse_int(optarg, 1, 1 << 24, &o.shape[c - O_SHAPE]);
+                break;
+            }
+            usage(stderr);
+            return 2;
+        }
+        if (!ok) {
+            fprintf(stderr, "hotcold bench: bad value '%s' for %s (see --help)\n", optarg,
+                    hc_tool_option_name(longopts, c));
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "hotcold bench: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (o.n_types == 0)
+        o.types[o.n_types++] = HC_TYPE_Q4_0;
+    if (o.decode && (o.shape[0] % o.shape[3] || o.shape[3] % o.shape[4])) {
+        fprintf(stderr, "hotcold bench: --n-embd must be a multiple of --n-head, and --n-head "
+                        "of --n-head-kv\n");
+        return 2;
+    }
+    if (o.n_fracs == 0 && o.decode)
+        o.fracs[o.n_fracs++] = 0.1;
+    if (o.n_fracs == 0) {
+        static const double def[] = {1.0, 0.5, 0.1, 0.05};
+        memcpy(o.fracs, def, sizeof def);
+        o.n_fracs = 4;
+    }
+    if (!o.want[OP_MATMUL] && !o.want[OP_MATVEC_ROWS] && !o.want[OP_AXPY_ROWS])
+        o.want[OP_MATMUL] = o.want[OP_MATVEC_ROWS] = o.want[OP_AXPY_ROWS] = 1;
+
+    hc_engine_params ep = hc_engine_default_params();
+    ep.n_threads = o.n_threads ? o.threads[0] : 0;
+    e = hc_engine_open(&ep);
+    int di = e ? hc_engine_find_device(e, o.device) : -1;
+    if (!e || di < 0 || hc_dev_open(&dev, e, di)) {
+        fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
+        goto out;
+    }
+    dev_open = 1;
+    if (o.n_threads == 0)
+        o.threads[o.n_threads++] = dev.info.n_threads > 0 ? dev.info.n_threads : 1;
+
+    for (int ti = 0; ti < o.n_threads; ti++) {
+        int nt = o.threads[ti];
+        if (hc_engine_set_threads(e, nt)) {
+            fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
+            goto out;
+        }
+        fprintf(stderr, "measuring host memory bandwidth with %d thread%s...\n", nt,
+                nt == 1 ? "" : "s");
+        double bw = hc_host_read_bandwidth(nt, 0, 3);
+        if (bw <= 0) {
+            fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
+            goto out;
+        }
+        printf("device       %s (%s, %s), %d thread%s\n", dev.info.name, o.device, dev.label, nt,
+               nt == 1 ? "" : "s");
+        printf("bandwidth    %.2f GB/s host read (measured, %d thread%s)\n", bw / 1e9, nt,
+               nt == 1 ? "" : "s");
+        if (o.decode) {
+            const dshape sh = {o.shape[0], o.shape[1], o.shape[2], o.shape[3],
+                               o.shape[4], o.shape[5], o.shape[6]};
+            for (int i = 0; i < o.n_types; i++)
+                for (int f = 0; f < o.n_fracs; f++)
+                    if (bench_decode(&dev, &o, &sh, o.types[i], o.fracs[f], bw))
+                        goto out;
+            printf("\n");
+            continue;
+        }
+        printf("shape        %lld x %lld, working set >= %d MiB, best of %d\n",
+               (long long)o.rows, (long long)o.cols, o.mib, o.reps);
+        printf("%-12s %-5s %7s %6s %9s %9s %8s %7s\n", "op", "type", "rows%", "rows", "KiB/op",
+               "us/op", "GB/s", "%bw");
+        for (int i = 0; i < o.n_types; i++)
+            if (bench_type(&dev, &o, o.types[i], bw))
+                goto out;
+        if (bench_dispatch(&dev, o.reps))
+            goto out;
+        printf("\n");
+    }
+    rc = 0;
+out:
+    if (dev_open)
+        hc_dev_close(&dev);
+    hc_engine_close(e);
+    return rc;
+}
