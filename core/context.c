@@ -14,28 +14,30 @@ hc_context_params hc_context_default_params(void)
     return p;
 }
 
-/* Carve the activation buffer into its named slices. */
-static int alloc_activations(hc_context *c)
+/* Carve one device's activation buffer into its named slices. */
+static int alloc_activations(hc_context *c, int on)
 {
     const hc_hparams *hp = &c->m->hp;
+    hc_dev *d = on == HC_ON_GPU ? &c->m->gpu : &c->m->cpu;
+    hc_acts *A = &c->a[on];
     const uint64_t B = (uint64_t)c->n_batch;
     const uint64_t e = B * hp->n_embd * F32, ff = B * hp->n_ff * F32;
     const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
     const uint64_t ph = B * (uint64_t)(hp->max_pred_rank > 0 ? hp->max_pred_rank : 1) * F32;
     /* 256-byte alignment keeps every slice friendly to GPU offset rules. */
-    uint64_t sizes[13] = {e, e, e, e, e, ff, ff, (uint64_t)hp->n_vocab * F32, B * 4, ph, ff,
+    uint64_t sizes[14] = {e, e, e, e, e, e, ff, ff, (uint64_t)hp->n_vocab * F32, B * 4, ph, ff,
                           list, list};
-    hc_ref *refs[13] = {&c->x,      &c->xn,  &c->q,   &c->att, &c->o,   &c->gate,   &c->up,
-                        &c->logits, &c->pos, &c->ph,  &c->plog, &c->idx, &c->all_idx};
+    hc_ref *refs[14] = {&A->x,      &A->xn,  &A->q,  &A->att,  &A->o,   &A->part, &A->gate,
+                        &A->up,     &A->logits, &A->pos, &A->ph, &A->plog, &A->idx, &A->all};
     uint64_t off = 0;
-    for (int i = 0; i < 13; i++) {
+    for (int i = 0; i < 14; i++) {
         refs[i]->off = off;
         off += (sizes[i] + 255) & ~(uint64_t)255;
     }
-    if (hc_dev_alloc(&c->m->dev, off, &c->act_buf))
+    if (hc_dev_alloc(d, off, &A->buf))
         return -1;
-    for (int i = 0; i < 13; i++)
-        refs[i]->buf = c->act_buf;
+    for (int i = 0; i < 14; i++)
+        refs[i]->buf = A->buf;
     /* Start from zeros: the sparse FFN relies on never-computed activation
      * rows being finite (see forward.c), and fresh memory may hold NaNs. */
     void *zeros = calloc(1, (size_t)off);
@@ -43,13 +45,12 @@ static int alloc_activations(hc_context *c)
         hc_set_error("out of memory");
         return -1;
     }
-    int rc = hc_dev_upload(&c->m->dev, (hc_ref){c->act_buf, 0}, zeros, off);
-    /* The dense FFN over a transposed down projection is axpy_rows over
+    int rc = hc_dev_upload(d, (hc_ref){A->buf, 0}, zeros, off);
+    /* Dense passes over a transposed down projection are axpy_rows over
      * every row: upload that list once. */
     for (int r = 0; r < hp->n_ff; r++)
         c->host_idx[r] = r;
-    rc = rc || hc_dev_upload(&c->m->dev, c->all_idx, c->host_idx, list) ||
-         hc_dev_sync(&c->m->dev);
+    rc = rc || hc_dev_upload(d, A->all, c->host_idx, list) || hc_dev_sync(d);
     free(zeros);
     return rc ? -1 : 0;
 }
@@ -64,10 +65,11 @@ static int alloc_kv(hc_context *c)
         hc_set_error("out of memory for the KV cache table");
         return -1;
     }
-    for (int il = 0; il < hp->n_layer; il++)
-        if (hc_dev_alloc(&c->m->dev, bytes, &c->k_cache[il]) ||
-            hc_dev_alloc(&c->m->dev, bytes, &c->v_cache[il]))
+    for (int il = 0; il < hp->n_layer; il++) {
+        hc_dev *d = c->m->layers[il].attn_gpu ? &c->m->gpu : &c->m->cpu;
+        if (hc_dev_alloc(d, bytes, &c->k_cache[il]) || hc_dev_alloc(d, bytes, &c->v_cache[il]))
             return -1;
+    }
     return 0;
 }
 
@@ -96,18 +98,23 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
     c->sparse_check = p.sparse_check && m->hp.sparse == HC_SPARSE_PREDICTOR;
     const size_t bff = (size_t)c->n_batch * m->hp.n_ff;
     c->host_x = malloc((size_t)c->n_batch * m->hp.n_embd * F32);
+    c->host_zero = calloc((size_t)c->n_batch * m->hp.n_embd, F32);
+    c->host_gate = malloc(bff * F32);
+    c->host_gidx = malloc((size_t)m->hp.n_ff * sizeof *c->host_gidx);
     c->host_pos = malloc((size_t)c->n_batch * sizeof *c->host_pos);
     c->host_plog = malloc(bff * F32);
     c->host_true = malloc(bff * F32);
     c->host_idx = malloc((size_t)m->hp.n_ff * sizeof *c->host_idx);
     c->host_mark = malloc((size_t)m->hp.n_ff);
     c->acc = calloc((size_t)m->hp.n_layer, sizeof *c->acc);
-    if (!c->host_x || !c->host_pos || !c->host_plog || !c->host_true || !c->host_idx ||
+    if (!c->host_x || !c->host_zero || !c->host_gate || !c->host_gidx || !c->host_pos ||
+        !c->host_plog || !c->host_true || !c->host_idx ||
         !c->host_mark || !c->acc) {
         hc_set_error("out of memory");
         goto fail;
     }
-    if (alloc_activations(c) || alloc_kv(c))
+    if (alloc_activations(c, HC_ON_CPU) || (m->has_gpu && alloc_activations(c, HC_ON_GPU)) ||
+        alloc_kv(c))
         goto fail;
     return c;
 fail:
@@ -119,8 +126,8 @@ void hc_context_free(hc_context *c)
 {
     if (!c)
         return;
-    hc_dev *d = &c->m->dev;
     for (int il = 0; il < c->m->hp.n_layer; il++) {
+        hc_dev *d = c->m->layers[il].attn_gpu ? &c->m->gpu : &c->m->cpu;
         if (c->k_cache)
             hc_dev_free(d, c->k_cache[il]);
         if (c->v_cache)
@@ -128,8 +135,13 @@ void hc_context_free(hc_context *c)
     }
     free(c->k_cache);
     free(c->v_cache);
-    hc_dev_free(d, c->act_buf);
+    hc_dev_free(&c->m->cpu, c->a[HC_ON_CPU].buf);
+    if (c->m->has_gpu)
+        hc_dev_free(&c->m->gpu, c->a[HC_ON_GPU].buf);
     free(c->host_x);
+    free(c->host_zero);
+    free(c->host_gate);
+    free(c->host_gidx);
     free(c->host_pos);
     free(c->host_plog);
     free(c->host_true);
@@ -155,6 +167,13 @@ void hc_context_reset(hc_context *c)
 {
     c->n_past = 0;
     memset(c->acc, 0, (size_t)c->m->hp.n_layer * sizeof *c->acc);
+    memset(&c->run, 0, sizeof c->run);
+}
+
+void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out)
+{
+    *out = c->run;
+    out->fallback_calls = c->m->has_gpu ? c->m->gpu.fallback_calls : 0;
 }
 
 int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out)
@@ -179,6 +198,11 @@ int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stat
 int hc_context_set_ffn_observer(hc_context *c, hc_ffn_observer fn, void *user)
 {
     const hc_hparams *hp = &c->m->hp;
+    if (fn && c->m->has_gpu) {
+        hc_set_error("the FFN observer (profiling, predictor training) runs on the CPU only: "
+                     "load the model with device \"cpu\"");
+        return -1;
+    }
     if (fn && !c->host_p) {
         c->host_p = malloc((size_t)c->n_batch * hp->n_embd * F32);
         c->host_h = malloc((size_t)c->n_batch * hp->n_ff * F32);
@@ -213,6 +237,7 @@ int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits)
         if (hc_forward(c, tokens + done, chunk, last ? logits : NULL))
             return -1;
         c->n_past += chunk;
+        c->run.tokens += chunk;
         done += chunk;
     }
     return 0;

@@ -7,35 +7,49 @@
 
 #include "model.h"
 
+/* One device's activations for up to n_batch tokens (one buffer, slices). */
+typedef struct hc_acts {
+    hc_buffer *buf;
+    hc_ref x;      /* residual stream   [n_batch][n_embd] */
+    hc_ref xn;     /* normed input      [n_batch][n_embd] */
+    hc_ref q;      /* queries           [n_batch][n_embd] */
+    hc_ref att;    /* attention output  [n_batch][n_embd] */
+    hc_ref o;      /* projection output / vectors arriving from the other device */
+    hc_ref part;   /* this device's FFN partial when the residual is elsewhere */
+    hc_ref gate;   /* FFN gate / h      [n_batch][n_ff]   */
+    hc_ref up;     /* FFN up            [n_batch][n_ff]   */
+    hc_ref logits; /* last token        [n_vocab]         */
+    hc_ref pos;    /* positions         int32[n_batch]    */
+    hc_ref ph;     /* predictor hidden  [n_batch][max H]  */
+    hc_ref plog;   /* predictor logits  [n_batch][n_ff]   */
+    hc_ref idx;    /* active rows       int32[n_ff]       */
+    hc_ref all;    /* 0..n_ff-1: every row, for dense passes */
+} hc_acts;
+
+/* Device slots: the CPU always, the GPU when the model has one. */
+enum { HC_ON_CPU = 0, HC_ON_GPU = 1 };
+
 struct hc_context {
     hc_model *m;
     int n_ctx;
     int n_batch;
     int n_past;
 
-    /* Activations for up to n_batch tokens, rows contiguous (one buffer). */
-    hc_buffer *act_buf;
-    hc_ref x;      /* residual stream   [n_batch][n_embd] */
-    hc_ref xn;     /* normed input      [n_batch][n_embd] */
-    hc_ref q;      /* queries           [n_batch][n_embd] */
-    hc_ref att;    /* attention output  [n_batch][n_embd] */
-    hc_ref o;      /* projection output [n_batch][n_embd] */
-    hc_ref gate;   /* FFN gate / h      [n_batch][n_ff]   */
-    hc_ref up;     /* FFN up            [n_batch][n_ff]   */
-    hc_ref logits; /* last token        [n_vocab]         */
-    hc_ref pos;    /* positions         int32[n_batch]    */
-    hc_ref ph;     /* predictor hidden  [n_batch][max H]  */
-    hc_ref plog;   /* predictor logits / dense gate for the oracle [n_batch][n_ff] */
-    hc_ref idx;    /* active rows       int32[n_ff]       */
-    hc_ref all_idx;/* 0..n_ff-1: dense FFN over down^T    */
+    hc_acts a[2];
+    int x_on;      /* the device holding the residual stream now */
 
-    /* KV cache: per layer, [n_ctx][n_head_kv * head_dim] F32. */
+    /* KV cache: per layer, [n_ctx][n_head_kv * head_dim] F32, on the
+     * device of that layer's attention. */
     hc_buffer **k_cache;
     hc_buffer **v_cache;
 
-    /* Host staging for the embedding rows and positions. */
+    /* Host staging for the embedding rows and positions; zeros for
+     * clearing a partial on the GPU. */
     float *host_x;
     int32_t *host_pos;
+    float *host_zero;     /* [n_batch][n_embd] */
+    float *host_gate;     /* [n_batch][n_ff] the GPU's compact gate (oracle) */
+    int32_t *host_gidx;   /* [n_ff] the GPU's active compact rows */
 
     /* Sparse FFN: the row list is built on the host from downloaded logits. */
     int sparse_check;
@@ -49,6 +63,9 @@ struct hc_context {
         int64_t checked_tokens;
         int64_t n_true, n_pred_true, n_pred; /* counts for recall and precision */
     } *acc;
+
+    /* Where the work went (hc_context_run_stats). */
+    hc_context_run_stats run;
 
     /* FFN observer (profiling, predictor training). */
     hc_ffn_observer observer;

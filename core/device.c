@@ -1,6 +1,7 @@
 #include "device.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -24,19 +25,42 @@ static int check(hc_dev *d, hc_status st, const char *what)
 {
     if (st == HC_OK)
         return 0;
+    d->last_status = st;
     const char *detail = d->be && d->be->ctx ? d->be->ops->last_error(d->be->ctx) : "";
     hc_set_error("%s: %s failed: %s%s%s", d->label, what, status_name(st),
                  detail && *detail ? ": " : "", detail ? detail : "");
     return -1;
 }
 
-/* An optional op the plugin does not provide.  Every op the forward pass
- * needs is provided by the CPU plugin; the CPU fallback for GPU plugins that
- * lack one arrives with the first such plugin. */
-static int missing(hc_dev *d, const char *what)
+static const struct {
+    const char *name;
+    int op;
+} optional_ops[] = {{"rmsnorm", HC_OP_RMSNORM}, {"rope", HC_OP_ROPE},
+                    {"attention", HC_OP_ATTENTION}, {"unary", HC_OP_UNARY},
+                    {"binary", HC_OP_BINARY}, {"glu", HC_OP_GLU}, {"copy", HC_OP_COPY}};
+
+/* HOTCOLD_DISABLE_OPS: a comma-separated list of optional ops.  The CPU
+ * plugin is exempt: it is where the fallbacks run. */
+static uint32_t disabled_ops(const hc_dev *d)
 {
-    hc_set_error("%s: plugin '%s' does not implement %s", d->label, d->be->family, what);
-    return -1;
+    const char *env = getenv("HOTCOLD_DISABLE_OPS");
+    uint32_t mask = 0;
+    if (!env || !*env || strcmp(d->be->family, "cpu") == 0)
+        return 0;
+    for (const char *p = env; *p;) {
+        size_t len = strcspn(p, ",");
+        int known = 0;
+        for (size_t i = 0; i < sizeof optional_ops / sizeof optional_ops[0]; i++)
+            if (strlen(optional_ops[i].name) == len && strncmp(p, optional_ops[i].name, len) == 0) {
+                mask |= 1u << optional_ops[i].op;
+                known = 1;
+            }
+        if (!known && len > 0)
+            hc_log(HC_LOG_WARN, "HOTCOLD_DISABLE_OPS: '%.*s' is not an optional op (ignored)",
+                   (int)len, p);
+        p += len + (p[len] == ',');
+    }
+    return mask;
 }
 
 int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
@@ -55,6 +79,7 @@ int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
         goto fail;
     if (check(d, d->ops->stream_create(d->dev, &d->stream), "stream_create"))
         goto fail;
+    d->disabled = disabled_ops(d);
     return 0;
 fail:
     hc_dev_close(d);
@@ -65,6 +90,7 @@ void hc_dev_close(hc_dev *d)
 {
     if (!d->ops)
         return;
+    hc_dev_fallback_free(d);
     if (d->stream)
         d->ops->stream_destroy(d->stream);
     if (d->dev)
@@ -122,6 +148,13 @@ int hc_dev_sync(hc_dev *d)
     return check(d, d->ops->stream_sync(d->stream), "stream_sync");
 }
 
+int hc_dev_flush(hc_dev *d)
+{
+    if (!HC_DEV_HAS(d, stream_flush))
+        return 0;
+    return check(d, d->ops->stream_flush(d->stream), "stream_flush");
+}
+
 int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
                   int64_t n, hc_ref y)
 {
@@ -144,16 +177,16 @@ int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols
 
 int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps)
 {
-    if (!HC_DEV_HAS(d, rmsnorm))
-        return missing(d, "rmsnorm");
+    if (!HC_DEV_USES(d, rmsnorm, HC_OP_RMSNORM))
+        return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
     return check(d, d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps), "rmsnorm");
 }
 
 int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
                 int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode)
 {
-    if (!HC_DEV_HAS(d, rope))
-        return missing(d, "rope");
+    if (!HC_DEV_USES(d, rope, HC_OP_ROPE))
+        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base, freq_scale, mode);
     return check(d,
                  d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
                               freq_scale, mode),
@@ -164,8 +197,8 @@ int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_
                      hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                      float scale)
 {
-    if (!HC_DEV_HAS(d, attention))
-        return missing(d, "attention");
+    if (!HC_DEV_USES(d, attention, HC_OP_ATTENTION))
+        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv, head_dim, scale);
     return check(d,
                  d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
                                    head_dim, scale),
@@ -174,21 +207,21 @@ int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_
 
 int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param)
 {
-    if (!HC_DEV_HAS(d, unary))
-        return missing(d, "unary");
+    if (!HC_DEV_USES(d, unary, HC_OP_UNARY))
+        return hc_dev_fallback_unary(d, op, x, y, n, param);
     return check(d, d->ops->unary(d->stream, op, x, y, n, param), "unary");
 }
 
 int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n)
 {
-    if (!HC_DEV_HAS(d, binary))
-        return missing(d, "binary");
+    if (!HC_DEV_USES(d, binary, HC_OP_BINARY))
+        return hc_dev_fallback_binary(d, op, a, b, y, n);
     return check(d, d->ops->binary(d->stream, op, a, b, y, n), "binary");
 }
 
 int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift)
 {
-    if (!HC_DEV_HAS(d, glu))
-        return missing(d, "glu");
+    if (!HC_DEV_USES(d, glu, HC_OP_GLU))
+        return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
     return check(d, d->ops->glu(d->stream, act, g, u, h, n, shift), "glu");
 }

@@ -387,7 +387,7 @@ static int add_buffer(hc_model *m, hc_buffer *b)
 {
     hc_buffer **nb = realloc(m->bufs, (size_t)(m->n_bufs + 1) * sizeof *nb);
     if (!nb) {
-        hc_dev_free(&m->dev, b);
+        hc_dev_free(&m->cpu, b);
         hc_set_error("out of memory");
         return -1;
     }
@@ -407,7 +407,7 @@ static int upload_weight(hc_model *m, hc_weight *w)
         return 0;
     }
     hc_buffer *b;
-    if (hc_dev_buffer_from_host(&m->dev, w->host, w->bytes, &b) || add_buffer(m, b))
+    if (hc_dev_buffer_from_host(&m->cpu, w->host, w->bytes, &b) || add_buffer(m, b))
         return -1;
     w->ref.buf = b;
     w->ref.off = 0;
@@ -428,11 +428,11 @@ static int place_weights(hc_model *m)
 {
     const hc_gguf *g = m->gguf;
     uint64_t data_bytes = g->file_size - g->data_offset;
-    if ((m->dev.info.caps & HC_CAP_WRAP_HOST) && HC_DEV_HAS(&m->dev, buffer_wrap_host)) {
+    if ((m->cpu.info.caps & HC_CAP_WRAP_HOST) && HC_DEV_HAS(&m->cpu, buffer_wrap_host)) {
         /* Zero copy: one buffer over the whole data section; tensor offsets
          * inside it are the file's own. */
         hc_buffer *b;
-        if (hc_dev_buffer_from_host(&m->dev, g->base + g->data_offset, data_bytes, &b) ||
+        if (hc_dev_buffer_from_host(&m->cpu, g->base + g->data_offset, data_bytes, &b) ||
             add_buffer(m, b))
             return -1;
         return for_each_weight(m, rebase_weight);
@@ -442,7 +442,7 @@ static int place_weights(hc_model *m)
 
 hc_model_params hc_model_default_params(void)
 {
-    hc_model_params p = {sizeof p, "cpu", HC_SPARSE_AUTO, NAN};
+    hc_model_params p = {sizeof p, "cpu", HC_SPARSE_AUTO, NAN, -1.0, HC_GPU_INDEX_USE, NULL, 0};
     return p;
 }
 
@@ -485,13 +485,28 @@ hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *p
                      hc_tokenizer_n_vocab(m->tok), m->hp.n_vocab);
         goto fail;
     }
-    int dev = hc_engine_find_device(e, p.device);
-    if (dev < 0) {
-        hc_set_error("no device '%s' (see 'hotcold devices')", p.device);
+    /* The CPU device holds every weight (zero-copy where it can) and runs
+     * whatever the GPU does not; a GPU takes its share on top. */
+    int cpu = hc_engine_find_device(e, "cpu");
+    if (cpu < 0) {
+        hc_set_error("no CPU device: the cpu plugin did not load (see 'hotcold devices')");
         goto fail;
     }
-    if (hc_dev_open(&m->dev, e, dev) || place_weights(m))
+    if (hc_dev_open(&m->cpu, e, cpu) || place_weights(m))
         goto fail;
+    if (strcmp(p.device, "cpu") != 0 && strcmp(p.device, "cpu:0") != 0) {
+        int gpu = hc_engine_find_device(e, p.device);
+        if (gpu < 0) {
+            hc_set_error("no device '%s' (see 'hotcold devices')", p.device);
+            goto fail;
+        }
+        if (hc_dev_open(&m->gpu, e, gpu))
+            goto fail;
+        m->has_gpu = 1;
+        m->gpu.host = &m->cpu;
+        if (hc_model_place_gpu(m, &p))
+            goto fail;
+    }
     return m;
 fail:
     hc_model_free(m);
@@ -502,10 +517,13 @@ void hc_model_free(hc_model *m)
 {
     if (!m)
         return;
+    hc_model_free_gpu(m);
+    if (m->has_gpu)
+        hc_dev_close(&m->gpu);
     for (int i = 0; i < m->n_bufs; i++)
-        hc_dev_free(&m->dev, m->bufs[i]);
+        hc_dev_free(&m->cpu, m->bufs[i]);
     free(m->bufs);
-    hc_dev_close(&m->dev);
+    hc_dev_close(&m->cpu);
     hc_tokenizer_free(m->tok);
     free(m->layers);
     hc_gguf_close(m->gguf);
@@ -558,6 +576,16 @@ void hc_model_describe(const hc_model *m, hc_model_desc *out)
     out->has_predictor = m->hp.has_predictor;
     out->sparse = m->hp.sparse;
     out->sparse_threshold = m->hp.sparse_threshold;
+}
+
+const struct hc_plan *hc_model_plan(const hc_model *m)
+{
+    return m->plan;
+}
+
+const char *hc_model_plan_note(const hc_model *m)
+{
+    return m->gpu_index_note;
 }
 
 int hc_model_token_bos(const hc_model *m)

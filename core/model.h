@@ -9,11 +9,14 @@
 #include "device.h"
 #include "gguf.h"
 #include "hotcold/hotcold.h"
+#include "placement.h"
 #include "tokenizer.h"
 
 /* One weight matrix (or vector): `rows` rows of `cols` elements, cols being
  * GGUF's contiguous ne0.  `host` points into the file mapping (the embedding
- * is read there); `ref` is where the device sees it. */
+ * is read there); `ref` is where the CPU device sees it (every weight,
+ * zero-copy over the mapping when it can); `gref` is its copy on the GPU
+ * when the placement put it there (gref.buf NULL otherwise). */
 typedef struct hc_weight {
     const char *name;
     hc_type type;
@@ -22,6 +25,7 @@ typedef struct hc_weight {
     const void *host;
     int from_file;      /* host lies in the file mapping (else built at load) */
     hc_ref ref;
+    hc_ref gref;
 } hc_weight;
 
 typedef struct hc_hparams {
@@ -51,6 +55,18 @@ typedef struct hc_layer {
     hc_weight ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_down_t;
     hc_weight fc1, fc2;       /* predictor: [n_embd -> H] and [H -> n_ff] */
     int pred_rank;            /* H of this layer (0: none) */
+
+    /* Placement (see core/placement.h).  The GPU holds the layer's hot
+     * neurons as compact matrices: compact row j is neuron hot[j].  With
+     * every neuron hot the compact matrices are the whole ones. */
+    int attn_gpu, pred_gpu;   /* attention (+ its KV cache), predictor */
+    int64_t n_hot;
+    const int32_t *hot;       /* [n_hot] ascending ids (the plan owns them) */
+    int32_t *gpu_row;         /* [n_ff] compact row of a neuron, -1 = on the CPU */
+    hc_ref hot_gate, hot_up, hot_down; /* on the GPU: [n_hot] rows each; hot_down
+                                          is down_t rows, or ffn_down when all hot */
+    hc_ref cold_idx;          /* on the CPU: int32 ids of the CPU's neurons */
+    int64_t n_cold;
 } hc_layer;
 
 struct hc_model {
@@ -63,9 +79,18 @@ struct hc_model {
     hc_hparams hp;
     hc_weight tok_embd, output_norm, output;
     hc_layer *layers;
-    hc_dev dev;
-    hc_buffer **bufs;         /* buffers holding the weights */
+    /* The CPU device always (it also runs the ops a GPU plugin lacks); the
+     * GPU device when one was asked for (--device). */
+    hc_dev cpu, gpu;
+    int has_gpu;
+    hc_plan *plan;            /* NULL without a GPU */
+    int output_gpu;
+    hc_buffer **bufs;         /* CPU buffers holding the weights */
     int n_bufs;
+    hc_buffer **gbufs;        /* GPU buffers */
+    int n_gbufs;
+    uint64_t gpu_weight_bytes;
+    char gpu_index_note[1400]; /* how the neuron split was obtained */
     uint64_t weight_bytes;    /* all tensors */
     uint32_t main_type;       /* type of the attention/FFN matrices */
 };
@@ -75,6 +100,12 @@ static inline int hc_weight_present(const hc_weight *w)
 {
     return w->name != NULL;
 }
+
+/* Place what the plan puts on the GPU (model_place.c): solve or reload the
+ * split, upload, build the per-layer neuron maps.  A GPU out of memory
+ * shrinks the budget and retries, down to nothing on the GPU. */
+int hc_model_place_gpu(hc_model *m, const hc_model_params *p);
+void hc_model_free_gpu(hc_model *m);
 
 /* Bytes one decoded token reads from the weights: every matrix once, one
  * embedding row.  The dense-decode memory floor is this / bandwidth. */

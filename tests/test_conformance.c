@@ -15,6 +15,18 @@
  * Failures inside a test are counted and printed as "FAIL ..." lines, and the
  * test fails at its end, so one bug does not hide the cases after it.
  * GPU contexts do not survive fork(): the runner uses CK_NOFORK.
+ *
+ * $HOTCOLD_CONF_REQUIRE_LAYER=1 (set for the Vulkan runs by
+ * tests/conformance_vulkan.cmake) makes the layer ops and stream_flush
+ * mandatory for every plugin under test: one that is missing, or that
+ * answers HC_E_UNSUPPORTED for a case, fails instead of being skipped, so
+ * a plugin that claims them is really exercised.
+ *
+ * A selection without the CPU plugin (HOTCOLD_PLUGINS=vulkan, as in
+ * tests/conformance_vulkan.cmake) on a machine where the selected plugins
+ * load but find no device, or are not built, has nothing to test: the
+ * binary prints "skipped" and exits 77 (CTest's SKIP_RETURN_CODE).  A
+ * selected plugin that is rejected still fails (test_devices_found).
  */
 #include <check.h>
 #include <math.h>
@@ -57,7 +69,7 @@
  *        Bound 5e-4 (15x margin); max error 0.1 RMS (~15 sigma).
  *
  * Layer ops are F32 only: element-wise ops and rmsnorm are a few roundings
- * (NMSE ~ 1e-14): bound 1e-10.  Attention sums up to ~200 softmax-weighted
+ * (NMSE ~ 1e-14): bound 1e-10.  Attention sums up to ~2000 softmax-weighted
  * rows with float exp (NMSE ~ 1e-12): bound 1e-8.  RoPE angles are
  * pos * freq computed in float: at pos ~ 4100 one ulp is 5e-4 rad, so
  * elements move by up to ~1e-3 (NMSE ~ 1e-7): bound 1e-5.
@@ -184,9 +196,33 @@ static int op_accepted(const conf_dev *d, hc_status s, double cost, const char *
     }
     conf_fail(d, "%s: status %d (%s)%s", what, (int)s, plugin_error(d),
               s == HC_E_UNSUPPORTED ? (d->is_cpu ? " - the CPU plugin must support every case"
-                                                 : " - but op_cost said it could")
+                                                 : " - but op_cost said it could, or the op is "
+                                                   "required here")
                                     : "");
     return 0;
+}
+
+/* $HOTCOLD_CONF_REQUIRE_LAYER=1: the layer ops and stream_flush must be
+ * provided and must accept every case (see the top of this file). */
+static int layer_required(void)
+{
+    const char *e = getenv("HOTCOLD_CONF_REQUIRE_LAYER");
+    return e && strcmp(e, "1") == 0;
+}
+
+/* The `cost` op_accepted gets for a layer op: one that may not refuse. */
+static double layer_cost(void)
+{
+    return layer_required() ? 0.0 : COST_UNKNOWN;
+}
+
+/* An optional op the plugin does not provide: a note, or a failure where
+ * it is required. */
+static void layer_missing(const conf_dev *d, const char *op)
+{
+    printf("conf %-28s %s: not provided\n", d->name, op);
+    if (layer_required())
+        conf_fail(d, "%s is not provided, but HOTCOLD_CONF_REQUIRE_LAYER=1 requires it", op);
 }
 
 /* op_cost for a matrix op, checked to be a number. */
@@ -917,7 +953,7 @@ static void rmsnorm_case(conf_dev *d, int64_t n, int64_t dim, float eps, float x
         dbuf_new(d, &y, nx * 4, hy) != 0)
         goto out;
     hc_status s = d->ops->rmsnorm(d->st, dref(&x), dref(&w), dref(&y), n, dim, eps);
-    if (!op_accepted(d, s, COST_UNKNOWN, what))
+    if (!op_accepted(d, s, layer_cost(), what))
         goto out;
     CONF_CALL(d, d->ops->stream_sync(d->st));
     if (!dbuf_input_ok(&x, hx, what, "x") || !dbuf_input_ok(&w, hw, what, "w"))
@@ -939,7 +975,8 @@ START_TEST(test_rmsnorm)
     conf_dev *d = &g_dev[_i];
     g_fail = 0;
     if (!HC_OPS_HAS(d->ops, rmsnorm)) {
-        printf("conf %-28s rmsnorm: not provided\n", d->name);
+        layer_missing(d, "rmsnorm");
+        CONF_TEST_END();
         return;
     }
     rmsnorm_case(d, 1, 64, 1e-5f, 1.0f, 1);
@@ -990,7 +1027,7 @@ static void rope_case(conf_dev *d, const rope_shape *rs, int mode, uint64_t seed
         goto out;
     hc_status s = d->ops->rope(d->st, dref(&x), rs->n_tok, rs->n_head, rs->head_dim, rs->n_rot,
                                dref(&p), rs->base, rs->scale, mode);
-    if (!op_accepted(d, s, COST_UNKNOWN, what))
+    if (!op_accepted(d, s, layer_cost(), what))
         goto out;
     CONF_CALL(d, d->ops->stream_sync(d->st));
     if (!dbuf_input_ok(&p, pos, what, "pos") || dbuf_get(&x, hy, 0, nx * 4) != 0)
@@ -1020,7 +1057,8 @@ START_TEST(test_rope)
     conf_dev *d = &g_dev[_i];
     g_fail = 0;
     if (!HC_OPS_HAS(d->ops, rope)) {
-        printf("conf %-28s rope: not provided\n", d->name);
+        layer_missing(d, "rope");
+        CONF_TEST_END();
         return;
     }
     for (size_t i = 0; i < sizeof ROPE_SHAPES / sizeof ROPE_SHAPES[0]; i++) {
@@ -1040,6 +1078,7 @@ static const attn_shape ATTN_SHAPES[] = {
     {1, 8, 4, 64, 0},  {1, 8, 4, 64, 1},   {1, 8, 4, 64, 16},  {1, 8, 4, 64, 63},
     {1, 8, 4, 64, 199}, {5, 8, 4, 64, 0},  {5, 8, 4, 64, 37},  {5, 8, 4, 64, 195},
     {1, 8, 4, 8, 20},  {5, 8, 8, 16, 30},  {1, 32, 8, 128, 100}, {5, 4, 1, 64, 3},
+    {2, 8, 2, 64, 2046}, /* a long context: positions 0..2047 */
 };
 
 static void attention_case(conf_dev *d, const attn_shape *as, uint64_t seed)
@@ -1074,7 +1113,7 @@ static void attention_case(conf_dev *d, const attn_shape *as, uint64_t seed)
         goto out;
     hc_status s = d->ops->attention(d->st, dref(&q), dref(&k), dref(&v), dref(&o), as->n_tok,
                                     dref(&p), as->n_head, as->n_head_kv, as->head_dim, scale);
-    if (!op_accepted(d, s, COST_UNKNOWN, what))
+    if (!op_accepted(d, s, layer_cost(), what))
         goto out;
     CONF_CALL(d, d->ops->stream_sync(d->st));
     if (!dbuf_input_ok(&q, hq, what, "q") || !dbuf_input_ok(&k, hk, what, "k") ||
@@ -1102,7 +1141,8 @@ START_TEST(test_attention)
     conf_dev *d = &g_dev[_i];
     g_fail = 0;
     if (!HC_OPS_HAS(d->ops, attention)) {
-        printf("conf %-28s attention: not provided\n", d->name);
+        layer_missing(d, "attention");
+        CONF_TEST_END();
         return;
     }
     for (size_t i = 0; i < sizeof ATTN_SHAPES / sizeof ATTN_SHAPES[0]; i++)
@@ -1111,8 +1151,9 @@ START_TEST(test_attention)
 }
 END_TEST
 
-/* Element-wise ops: kind 0 unary, 1 binary, 2 glu. */
-static void elementwise_case(conf_dev *d, int kind, int op, int64_t n, float param,
+/* Element-wise ops: kind 0 unary, 1 binary, 2 glu.  In place: the output
+ * is the first input (the core adds into x and gates into g that way). */
+static void elementwise_case(conf_dev *d, int kind, int op, int64_t n, float param, int inplace,
                              uint64_t seed)
 {
     static const char *const UNARY[] = {"relu_shift", "silu", "scale"};
@@ -1126,24 +1167,26 @@ static void elementwise_case(conf_dev *d, int kind, int op, int64_t n, float par
     const char *opname = kind == 0 ? "unary" : kind == 1 ? "binary" : "glu";
     hc_status s;
 
-    snprintf(what, sizeof what, "%s n=%lld p=%g",
-             kind == 0 ? UNARY[op] : kind == 1 ? BINARY[op] : GLU[op], (long long)n, param);
+    dbuf *out = inplace ? &a : &y;
+    snprintf(what, sizeof what, "%s n=%lld p=%g%s",
+             kind == 0 ? UNARY[op] : kind == 1 ? BINARY[op] : GLU[op], (long long)n, param,
+             inplace ? " in place" : "");
     fill_uniform(&r, ha, (size_t)n, 6.0f); /* silu's curve, relu's kink */
     fill_uniform(&r, hb, (size_t)n, 2.0f);
     fill_nan(hy, (size_t)n);
     if (dbuf_new(d, &a, (uint64_t)n * 4, ha) != 0 || dbuf_new(d, &b, (uint64_t)n * 4, hb) != 0 ||
-        dbuf_new(d, &y, (uint64_t)n * 4, hy) != 0)
+        (!inplace && dbuf_new(d, &y, (uint64_t)n * 4, hy) != 0))
         goto out;
     if (kind == 0)
-        s = d->ops->unary(d->st, op, dref(&a), dref(&y), n, param);
+        s = d->ops->unary(d->st, op, dref(&a), dref(out), n, param);
     else if (kind == 1)
-        s = d->ops->binary(d->st, op, dref(&a), dref(&b), dref(&y), n);
+        s = d->ops->binary(d->st, op, dref(&a), dref(&b), dref(out), n);
     else
-        s = d->ops->glu(d->st, op, dref(&a), dref(&b), dref(&y), n, param);
-    if (!op_accepted(d, s, COST_UNKNOWN, what))
+        s = d->ops->glu(d->st, op, dref(&a), dref(&b), dref(out), n, param);
+    if (!op_accepted(d, s, layer_cost(), what))
         goto out;
     CONF_CALL(d, d->ops->stream_sync(d->st));
-    if (!dbuf_input_ok(&a, ha, what, "a") || !dbuf_input_ok(&b, hb, what, "b"))
+    if ((!inplace && !dbuf_input_ok(&a, ha, what, "a")) || !dbuf_input_ok(&b, hb, what, "b"))
         goto out;
     if (kind == 0)
         hc_ref_unary(op, ha, want, n, param);
@@ -1151,7 +1194,7 @@ static void elementwise_case(conf_dev *d, int kind, int op, int64_t n, float par
         hc_ref_binary(op, ha, hb, want, n);
     else
         hc_ref_glu(op, ha, hb, want, n, param);
-    check_output(d, opname, what, &y, (size_t)n, want, BOUND_ELEMENTWISE);
+    check_output(d, opname, what, out, (size_t)n, want, BOUND_ELEMENTWISE);
 out:
     dbuf_free(&a);
     dbuf_free(&b);
@@ -1169,28 +1212,92 @@ START_TEST(test_elementwise)
     conf_dev *d = &g_dev[_i];
     g_fail = 0;
     uint64_t seed = 500;
-    for (size_t ni = 0; ni < 4; ni++) {
-        int64_t n = ELEMENTWISE_NS[ni];
+    for (size_t ni = 0; ni < 5; ni++) {
+        /* The last pass repeats n = 4096 in place. */
+        int64_t n = ni < 4 ? ELEMENTWISE_NS[ni] : 4096;
+        int inplace = ni == 4;
         if (HC_OPS_HAS(d->ops, unary)) {
-            elementwise_case(d, 0, HC_UNARY_RELU_SHIFT, n, 0.0f, seed++);
-            elementwise_case(d, 0, HC_UNARY_RELU_SHIFT, n, 0.37f, seed++);
-            elementwise_case(d, 0, HC_UNARY_SILU, n, 0.0f, seed++);
-            elementwise_case(d, 0, HC_UNARY_SCALE, n, -1.75f, seed++);
+            elementwise_case(d, 0, HC_UNARY_RELU_SHIFT, n, 0.0f, inplace, seed++);
+            elementwise_case(d, 0, HC_UNARY_RELU_SHIFT, n, 0.37f, inplace, seed++);
+            elementwise_case(d, 0, HC_UNARY_SILU, n, 0.0f, inplace, seed++);
+            elementwise_case(d, 0, HC_UNARY_SCALE, n, -1.75f, inplace, seed++);
         }
         if (HC_OPS_HAS(d->ops, binary)) {
-            elementwise_case(d, 1, HC_BINARY_ADD, n, 0.0f, seed++);
-            elementwise_case(d, 1, HC_BINARY_MUL, n, 0.0f, seed++);
+            elementwise_case(d, 1, HC_BINARY_ADD, n, 0.0f, inplace, seed++);
+            elementwise_case(d, 1, HC_BINARY_MUL, n, 0.0f, inplace, seed++);
         }
         if (HC_OPS_HAS(d->ops, glu)) {
-            elementwise_case(d, 2, HC_GLU_SILU, n, 0.0f, seed++);
-            elementwise_case(d, 2, HC_GLU_RELU, n, 0.0f, seed++);
-            elementwise_case(d, 2, HC_GLU_RELU, n, 0.25f, seed++);
-            elementwise_case(d, 2, HC_GLU_RELU_BOTH, n, 0.0f, seed++);
-            elementwise_case(d, 2, HC_GLU_RELU_BOTH, n, -0.3f, seed++);
+            elementwise_case(d, 2, HC_GLU_SILU, n, 0.0f, inplace, seed++);
+            elementwise_case(d, 2, HC_GLU_RELU, n, 0.0f, inplace, seed++);
+            elementwise_case(d, 2, HC_GLU_RELU, n, 0.25f, inplace, seed++);
+            elementwise_case(d, 2, HC_GLU_RELU_BOTH, n, 0.0f, inplace, seed++);
+            elementwise_case(d, 2, HC_GLU_RELU_BOTH, n, -0.3f, inplace, seed++);
         }
     }
-    if (!HC_OPS_HAS(d->ops, unary) || !HC_OPS_HAS(d->ops, binary) || !HC_OPS_HAS(d->ops, glu))
-        printf("conf %-28s unary/binary/glu: some not provided\n", d->name);
+    if (!HC_OPS_HAS(d->ops, unary))
+        layer_missing(d, "unary");
+    if (!HC_OPS_HAS(d->ops, binary))
+        layer_missing(d, "binary");
+    if (!HC_OPS_HAS(d->ops, glu))
+        layer_missing(d, "glu");
+    CONF_TEST_END();
+}
+END_TEST
+
+/* ---- stream_flush (ABI 1.1) ------------------------------------------------ */
+
+/* Work submitted early by stream_flush, then more work that depends on it
+ * (an upload, a matmul on it, an in-place scale, a download), with a flush
+ * after each step and an empty one: the result must be what the same ops
+ * give without flushes, and sync must wait for all of it. */
+START_TEST(test_stream_flush)
+{
+    conf_dev *d = &g_dev[_i];
+    const int64_t rows = 96, cols = 64, n = 2;
+    dbuf w = {0}, x = {0}, y = {0};
+    float hx[2 * 64], hy[2 * 96], want[2 * 96];
+    double wantd[2 * 96];
+    uint64_t wbytes;
+    void *wq = make_weights(HC_TYPE_F32, rows, cols, 21, &wbytes);
+    conf_rng r = rng_seed(22);
+    int scaled = HC_OPS_HAS(d->ops, unary);
+    g_fail = 0;
+    if (!HC_OPS_HAS(d->ops, stream_flush)) {
+        layer_missing(d, "stream_flush");
+        goto out;
+    }
+    fill_uniform(&r, hx, sizeof hx / sizeof hx[0], 1.0f);
+    fill_nan(hy, sizeof hy / sizeof hy[0]);
+    if (dbuf_new(d, &w, wbytes, wq) != 0 || dbuf_new(d, &x, sizeof hx, NULL) != 0 ||
+        dbuf_new(d, &y, sizeof hy, hy) != 0)
+        goto out;
+    CONF_CALL(d, d->ops->stream_flush(d->st)); /* nothing recorded */
+    CONF_CALL(d, d->ops->upload(d->st, dref(&x), hx, sizeof hx));
+    CONF_CALL(d, d->ops->stream_flush(d->st));
+    CONF_CALL(d, d->ops->matmul(d->st, HC_TYPE_F32, dref(&w), rows, cols, dref(&x), n, dref(&y)));
+    CONF_CALL(d, d->ops->stream_flush(d->st));
+    if (scaled)
+        CONF_CALL(d, d->ops->unary(d->st, HC_UNARY_SCALE, dref(&y), dref(&y), n * rows, -0.5f));
+    CONF_CALL(d, d->ops->stream_flush(d->st));
+    CONF_CALL(d, d->ops->stream_flush(d->st));
+    CONF_CALL(d, d->ops->download(d->st, hy, dref(&y), sizeof hy));
+    CONF_CALL(d, d->ops->stream_flush(d->st));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    hc_ref_matmul(HC_TYPE_F32, wq, rows, cols, hx, n, want);
+    if (scaled)
+        hc_ref_unary(HC_UNARY_SCALE, want, want, n * rows, -0.5f);
+    for (int i = 0; i < 2 * 96; i++)
+        wantd[i] = want[i];
+    report(d, "flush", worst_slot(HC_TYPE_F32),
+           scaled ? "F32 96x64 n=2, then scale, flushed between" : "F32 96x64 n=2, flushed",
+           compare(hy, wantd, 2 * 96), bound_for_type(HC_TYPE_F32));
+    dbuf_input_ok(&x, hx, "stream_flush", "x");
+    dbuf_guards_ok(&y, "stream_flush", "y");
+out:
+    dbuf_free(&w);
+    dbuf_free(&x);
+    dbuf_free(&y);
+    free(wq);
     CONF_TEST_END();
 }
 END_TEST
@@ -1591,9 +1698,27 @@ static TCase *device_tcase(Suite *s, const char *name, const TTest *fn, int time
     return tc;
 }
 
+/* Nothing selected is here: no device, and no candidate was rejected. */
+static int nothing_to_test(void)
+{
+    const char *sel = getenv("HOTCOLD_PLUGINS");
+    if (g_n_dev > 0 || g_setup_error[0] || !sel || !*sel || strstr(sel, "cpu"))
+        return 0;
+    for (int i = 0; i < g_reg.n_candidates; i++)
+        if (g_reg.candidates[i].state == HC_CAND_REJECTED)
+            return 0;
+    printf("skipped: HOTCOLD_PLUGINS=%s finds no device here (%d plugin(s) loaded)\n", sel,
+           g_reg.n_backends);
+    return 1;
+}
+
 int main(void)
 {
     open_devices();
+    if (nothing_to_test()) {
+        close_devices();
+        return 77;
+    }
     Suite *s = suite_create("conformance");
     TCase *tc = tcase_create("setup");
     tcase_add_test(tc, test_devices_found);
@@ -1607,6 +1732,7 @@ int main(void)
     device_tcase(s, "rope", test_rope, 60);
     device_tcase(s, "attention", test_attention, 120);
     device_tcase(s, "elementwise", test_elementwise, 60);
+    device_tcase(s, "stream_flush", test_stream_flush, 60);
     device_tcase(s, "wrap_host", test_wrap_host, 60);
     device_tcase(s, "determinism", test_determinism, 120);
 

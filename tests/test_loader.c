@@ -24,6 +24,8 @@
 
 #define STUB(name) HC_STUB_DIR "/libhc-" name ".so"
 #define STUB_THREADS 3
+#define HC_STR_(x) #x
+#define HC_STR(x) HC_STR_(x)
 
 /* ---- fixture: a registry, captured log, clean environment ------------------ */
 
@@ -213,7 +215,9 @@ START_TEST(test_good_plugin)
     ck_assert_int_eq(be->ops->device_count(be->ctx), 2);
     /* The host struct: the stub's init refuses a bad one, logs through it
      * (the user string names the plugin) and keeps n_threads. */
-    ck_assert_msg(log_has(HC_LOG_INFO, "[good] stub init: host abi 1.0, 3 threads", NULL),
+    ck_assert_msg(log_has(HC_LOG_INFO,
+                          "[good] stub init: host abi 1." HC_STR(HC_PLUGIN_ABI_MINOR) ", 3 threads",
+                          NULL),
                   "plugin log line missing; log:\n%s", g_log);
     hc_device_info info = {.size = sizeof info};
     ck_assert_int_eq(be->ops->device_info(be->ctx, 1, &info), HC_OK);

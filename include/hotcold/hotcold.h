@@ -85,12 +85,28 @@ typedef enum hc_sparse_mode {
     HC_SPARSE_PREDICTOR = 3  /* PowerInfer: fc2.relu(fc1.x) >= threshold picks the rows */
 } hc_sparse_mode;
 
+/* What to do with PowerInfer's saved neuron split, <model>.generated.gpuidx. */
+typedef enum hc_gpu_index_mode {
+    HC_GPU_INDEX_USE = 0,     /* reuse it if it was solved for <= this budget, else solve and save */
+    HC_GPU_INDEX_RESET = 1,   /* solve and overwrite it (--reset-gpu-index) */
+    HC_GPU_INDEX_DISABLE = 2  /* neither read nor write it (--disable-gpu-index) */
+} hc_gpu_index_mode;
+
 typedef struct hc_model_params {
     size_t size;
-    const char *device;     /* "cpu" (default), "vulkan:0", ... */
+    /* "cpu" (default): everything on the CPU.  "vulkan", "vulkan:1", ...:
+     * that device holds what fits in vram_budget in PowerInfer's order
+     * (attention, predictors, norms, output, KV cache, then hot neurons);
+     * the CPU holds and computes the rest (hybrid), or nothing if it all fits. */
+    const char *device;
     int sparse;             /* hc_sparse_mode */
     float sparse_threshold; /* NAN: $LLAMA_SPARSE_PRED_THRESHOLD, else the file's
                                powerinfer.sparse_threshold, else 0 */
+    /* --- grown after 0.1: read only when `size` covers them --- */
+    double vram_budget;     /* bytes the GPU may hold; < 0: its free memory - 256 MiB */
+    int gpu_index;          /* hc_gpu_index_mode */
+    const char *gpu_index_path; /* NULL: <model>.generated.gpuidx */
+    int n_ctx;              /* context the KV cache is planned for; 0: training context */
 } hc_model_params;
 
 hc_model_params hc_model_default_params(void);
@@ -171,6 +187,22 @@ typedef struct hc_ffn_observation {
 typedef void (*hc_ffn_observer)(void *user, const hc_ffn_observation *obs);
 /* NULL removes it.  Returns 0, or -1 if its buffers cannot be allocated. */
 int hc_context_set_ffn_observer(hc_context *c, hc_ffn_observer fn, void *user);
+
+/* Where the work went since the context was made or reset. */
+typedef struct hc_context_run_stats {
+    int64_t tokens;          /* tokens evaluated */
+    int64_t gpu_rows;        /* FFN neuron rows computed on the GPU (all layers, all passes) */
+    int64_t cpu_rows;        /* ... on the CPU */
+    uint64_t bytes_moved;    /* between devices and host (vectors, lists, logits) */
+    uint64_t fallback_calls; /* ops the GPU plugin lacked, run on the CPU */
+} hc_context_run_stats;
+void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out);
+
+/* The placement in effect: NULL when the model has no GPU.  The plan's
+ * layout is in the internal core/placement.h; tools print it. */
+const struct hc_plan *hc_model_plan(const hc_model *m);
+/* How the neuron split was obtained ("solved", "reused <file>", ...). */
+const char *hc_model_plan_note(const hc_model *m);
 
 /* ---- sampler ------------------------------------------------------------- */
 typedef struct hc_sampler hc_sampler;

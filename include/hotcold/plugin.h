@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define HC_PLUGIN_ABI_MAJOR 1
-#define HC_PLUGIN_ABI_MINOR 0
+#define HC_PLUGIN_ABI_MINOR 1
 #define HC_PLUGIN_ENTRY_SYMBOL "hc_plugin_entry"
 
 #if defined(_WIN32)
@@ -294,7 +294,15 @@ typedef struct hc_plugin_ops {
     /* Change the worker-thread count (CPU plugins). */
     hc_status (*set_threads)(hc_plugin_ctx *ctx, int n_threads);
 
-    /* --- append new entries for ABI 1.1 and later below this line ------- */
+    /* --- ABI 1.1 ------------------------------------------------------ */
+    /* optional: start the work recorded on the stream so far without
+     * waiting for it, so that the device computes while the host goes on
+     * (the hybrid scheduler issues the GPU's hot rows, flushes, computes the
+     * cold rows on the CPU, then syncs).  NULL: the plugin starts work as it
+     * is issued, or only at sync; results are the same either way. */
+    hc_status (*stream_flush)(hc_stream *s);
+
+    /* --- append new entries for ABI 1.2 and later below this line ------- */
 } hc_plugin_ops;
 
 typedef const hc_plugin_ops *(*hc_plugin_entry_fn)(uint32_t abi_major, uint32_t abi_minor);

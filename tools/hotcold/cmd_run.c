@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
+#include "plan_print.h"
 #include "tool_util.h"
 
 typedef struct run_opts {
@@ -31,6 +32,9 @@ typedef struct run_opts {
     int sparse;
     float sparse_threshold;
     int sparse_check;
+    double vram_budget;  /* bytes; < 0: the device's free memory - 256 MiB */
+    int gpu_index;       /* hc_gpu_index_mode */
+    int print_plan;
     hc_sampler_params sp;
 } run_opts;
 
@@ -56,7 +60,17 @@ static void usage(FILE *f)
             "      --repeat-penalty R  penalise recent tokens; 1 = off (default 1.0)\n"
             "      --repeat-last-n N   tokens the penalty looks back over (default 64)\n"
             "  -s, --seed N            sampling seed (default: random, printed at the end)\n"
-            "      --device SPEC       device to run on: cpu (default), cpu:0, ...\n"
+            "      --device SPEC       cpu (default), or a GPU (vulkan, vulkan:1, ...; see\n"
+            "                          'hotcold devices'): it holds what fits in the VRAM\n"
+            "                          budget, in PowerInfer's order (attention, predictors,\n"
+            "                          norms, output, KV cache, hot neurons); the CPU runs\n"
+            "                          the rest at the same time (hybrid)\n"
+            "      --vram-budget GiB   what the GPU may hold (default: its free memory\n"
+            "                          minus 256 MiB; 0 = nothing, everything on the CPU)\n"
+            "      --print-plan        print what sits where, per layer, before running\n"
+            "      --reset-gpu-index   re-solve the neuron split and overwrite\n"
+            "                          <model>.generated.gpuidx\n"
+            "      --disable-gpu-index neither read nor write <model>.generated.gpuidx\n"
             "      --sparse MODE       FFN: predictor (PowerInfer; default for files with\n"
             "                          predictors), oracle (gate decides; exact for ReLU\n"
             "                          models), off (dense; default otherwise)\n"
@@ -81,7 +95,11 @@ enum {
     OPT_IGNORE_EOS,
     OPT_SPARSE,
     OPT_SPARSE_THRESHOLD,
-    OPT_SPARSE_CHECK
+    OPT_SPARSE_CHECK,
+    OPT_VRAM_BUDGET,
+    OPT_PRINT_PLAN,
+    OPT_RESET_GPU_INDEX,
+    OPT_DISABLE_GPU_INDEX
 };
 
 static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
@@ -106,6 +124,10 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
         {"sparse", required_argument, 0, OPT_SPARSE},
         {"sparse-threshold", required_argument, 0, OPT_SPARSE_THRESHOLD},
         {"sparse-check", no_argument, 0, OPT_SPARSE_CHECK},
+        {"vram-budget", required_argument, 0, OPT_VRAM_BUDGET},
+        {"print-plan", no_argument, 0, OPT_PRINT_PLAN},
+        {"reset-gpu-index", no_argument, 0, OPT_RESET_GPU_INDEX},
+        {"disable-gpu-index", no_argument, 0, OPT_DISABLE_GPU_INDEX},
         {"verbose", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -146,6 +168,15 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
             ok = hc_tool_parse_float(optarg, -1e30f, 1e30f, &o->sparse_threshold);
             break;
         case OPT_SPARSE_CHECK: o->sparse_check = 1; break;
+        case OPT_VRAM_BUDGET: {
+            float gib;
+            ok = hc_tool_parse_float(optarg, 0.0f, 1e6f, &gib);
+            o->vram_budget = (double)gib * 1024.0 * 1024.0 * 1024.0;
+            break;
+        }
+        case OPT_PRINT_PLAN: o->print_plan = 1; break;
+        case OPT_RESET_GPU_INDEX: o->gpu_index = HC_GPU_INDEX_RESET; break;
+        case OPT_DISABLE_GPU_INDEX: o->gpu_index = HC_GPU_INDEX_DISABLE; break;
         case 'v': o->verbose = 1; break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return -1;
@@ -264,6 +295,8 @@ int hc_cmd_run(int argc, char **argv)
     o.n_batch = 64;
     o.sparse = HC_SPARSE_AUTO;
     o.sparse_threshold = NAN;
+    o.vram_budget = -1.0;
+    o.gpu_index = HC_GPU_INDEX_USE;
     o.sp = hc_sampler_default_params();
     int pr = parse_args(argc, argv, &o, &prompt_buf);
     if (pr) {
@@ -294,10 +327,21 @@ int hc_cmd_run(int argc, char **argv)
     mp.device = o.device;
     mp.sparse = o.sparse;
     mp.sparse_threshold = o.sparse_threshold;
+    mp.vram_budget = o.vram_budget;
+    mp.gpu_index = o.gpu_index;
+    mp.n_ctx = o.n_ctx;
     m = hc_model_load(e, o.model, &mp);
     if (!m) {
         fprintf(stderr, "hotcold run: %s\n", hc_last_error());
         goto out;
+    }
+    if (o.print_plan) {
+        if (hc_model_plan(m))
+            hc_tool_print_plan(stderr, hc_model_plan(m), o.device);
+        else
+            fprintf(stderr, "plan: everything on the CPU (no --device GPU given)\n");
+        if (*hc_model_plan_note(m))
+            fprintf(stderr, "gpu index: %s\n", hc_model_plan_note(m));
     }
     hc_context_params cp = hc_context_default_params();
     cp.n_ctx = o.n_ctx;

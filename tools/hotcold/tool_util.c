@@ -243,6 +243,17 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m, con
             hc_type_name((hc_type)d.weight_type), (double)d.weight_bytes / (1 << 20), threads,
             sp->seed, st->stop_reason ? st->stop_reason : "error");
     print_sparse_stats(f, m, c);
+    hc_context_run_stats rs;
+    hc_context_run_stats_get(c, &rs);
+    if (hc_model_plan(m) && rs.tokens > 0) {
+        const double rows = (double)(rs.gpu_rows + rs.cpu_rows);
+        fprintf(f,
+                "devices: FFN rows computed %.1f%% on the GPU, %.1f%% on the CPU; moved %.1f KiB "
+                "per token between devices; %" PRIu64 " ops fell back to the CPU\n",
+                rows > 0 ? 100.0 * (double)rs.gpu_rows / rows : 0.0,
+                rows > 0 ? 100.0 * (double)rs.cpu_rows / rows : 0.0,
+                (double)rs.bytes_moved / (double)rs.tokens / 1024.0, rs.fallback_calls);
+    }
     fprintf(f, "load:   %8.1f ms\n", st->load_s * 1e3);
     if (st->prompt_tokens > 0 && st->prompt_s > 0)
         fprintf(f, "prompt: %8.1f ms for %d tokens = %.1f tok/s\n", st->prompt_s * 1e3,

@@ -1,0 +1,122 @@
+/*
+ * The plugin's face: the ops table, the exported entry point and the
+ * context lifecycle.  init never fails for want of Vulkan: without the
+ * loader, a driver or a device the plugin loads and reports 0 devices.
+ *
+ * Every op of ABI 1.1 is provided (the layer ops in ops_layer.c, so a whole
+ * transformer layer stays on the device; stream_flush in stream.c) except
+ * buffer_wrap_host and set_threads (NULL: zero-copy host weights are not
+ * imported, and there are no CPU threads to set).  A new kernel is a line
+ * in shaders/variants.txt, its .comp, an hc_vk_op id and an ops_*.c entry
+ * that fills an hc_vk_dispatch.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_plugin.h"
+
+HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor);
+
+/* Cheap and safe anywhere: whether Vulkan is usable is init's question,
+ * and "no" there means 0 devices, not a rejected plugin. */
+static int vk_probe(void)
+{
+    return 10;
+}
+
+static hc_status vk_init(const hc_plugin_host *host, hc_plugin_ctx **out)
+{
+    hc_plugin_ctx *ctx;
+    hc_status st;
+
+    if (!out)
+        return hc_vk_fail(NULL, HC_E_INVALID, "vulkan: init: out is NULL");
+    *out = NULL;
+    if (host && host->size >= offsetof(hc_plugin_host, abi_minor) + sizeof(uint32_t) &&
+        host->abi_major != HC_PLUGIN_ABI_MAJOR)
+        return hc_vk_fail(NULL, HC_E_UNSUPPORTED, "vulkan: the host speaks ABI %u, not %d",
+                          host->abi_major, HC_PLUGIN_ABI_MAJOR);
+    ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return hc_vk_fail(NULL, HC_E_NOMEM, "vulkan: out of memory");
+    /* Copy only what the host has: an older host's struct is shorter. */
+    if (host) {
+        size_t n = host->size < sizeof ctx->host ? host->size : sizeof ctx->host;
+        memcpy(&ctx->host, host, n);
+    }
+    ctx->host.size = sizeof ctx->host;
+    pthread_mutex_init(&ctx->err_lock, NULL);
+    st = hc_vk_instance_create(ctx);
+    if (st != HC_OK) {
+        hc_vk_instance_destroy(ctx);
+        pthread_mutex_destroy(&ctx->err_lock);
+        free(ctx);
+        return st;
+    }
+    hc_vk_log(ctx, HC_LOG_INFO, "vulkan: %d device%s", ctx->n_devs, ctx->n_devs == 1 ? "" : "s");
+    *out = ctx;
+    return HC_OK;
+}
+
+/* Devices and streams must be closed first (the core does). */
+static void vk_shutdown(hc_plugin_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    hc_vk_instance_destroy(ctx);
+    pthread_mutex_destroy(&ctx->err_lock);
+    free(ctx);
+}
+
+static const char *vk_last_error(hc_plugin_ctx *ctx)
+{
+    return ctx ? ctx->err : hc_vk_init_error();
+}
+
+static int vk_device_count(hc_plugin_ctx *ctx)
+{
+    return ctx ? ctx->n_devs : 0;
+}
+
+static const hc_plugin_ops vulkan_ops = {
+    .size = sizeof(hc_plugin_ops),
+    .abi_major = HC_PLUGIN_ABI_MAJOR,
+    .abi_minor = HC_PLUGIN_ABI_MINOR,
+    .family = "vulkan",
+    .variant = "",
+    .version = "0.2.0",
+    .probe = vk_probe,
+    .init = vk_init,
+    .shutdown = vk_shutdown,
+    .last_error = vk_last_error,
+    .device_count = vk_device_count,
+    .device_info = hc_vk_device_info,
+    .device_open = hc_vk_device_open,
+    .device_close = hc_vk_device_close,
+    .buffer_alloc = hc_vk_buffer_alloc,
+    .buffer_free = hc_vk_buffer_free,
+    .buffer_host_ptr = hc_vk_buffer_host_ptr,
+    .stream_create = hc_vk_stream_create,
+    .stream_destroy = hc_vk_stream_destroy,
+    .stream_sync = hc_vk_stream_sync,
+    .upload = hc_vk_upload,
+    .download = hc_vk_download,
+    .copy = hc_vk_copy,
+    .matmul = hc_vk_matmul,
+    .matvec_rows = hc_vk_matvec_rows,
+    .axpy_rows = hc_vk_axpy_rows,
+    .rmsnorm = hc_vk_rmsnorm,
+    .rope = hc_vk_rope,
+    .attention = hc_vk_attention,
+    .unary = hc_vk_unary,
+    .binary = hc_vk_binary,
+    .glu = hc_vk_glu,
+    .op_cost = hc_vk_op_cost,
+    .stream_flush = hc_vk_stream_submit,
+};
+
+HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)
+{
+    (void)abi_minor; /* a newer core only appends entries: our table still fits */
+    return abi_major == HC_PLUGIN_ABI_MAJOR ? &vulkan_ops : NULL;
+}

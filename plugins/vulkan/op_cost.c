@@ -1,0 +1,74 @@
+/*
+ * op_cost: a rough time estimate for the scheduler and `hotcold bench`.
+ * Decode ops are memory-bound: the larger of bytes / bandwidth and
+ * multiply-adds / rate, plus a fixed cost per dispatch (recording,
+ * submission amortized over a frame).  The rates are per device kind, not
+ * measured: the scheduler compares orders of magnitude.  Lavapipe's were
+ * measured on this project's 2-core CI machine; the GPU ones are modest
+ * figures for a mid-range card.
+ *
+ * Cases the ops refuse (HC_E_UNSUPPORTED) answer -1, as the ABI requires.
+ * Shape meaning as for the CPU plugin: rows = rows touched (the list
+ * length for the sparse ops; for axpy_rows also taken as the weight's row
+ * count), cols, n tokens; for the layer ops rows x cols elements per token
+ * (attention: positions x KV width).
+ */
+#include "vk_plugin.h"
+
+typedef struct kind_rates {
+    double bw;       /* bytes/s of weight streaming */
+    double macs;     /* multiply-adds/s */
+    double dispatch; /* seconds per dispatch */
+} kind_rates;
+
+static kind_rates rates_for(const hc_device *dev)
+{
+    switch (dev->pd->props.deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return (kind_rates){8e9, 4e9, 40e-6};
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return (kind_rates){50e9, 300e9, 15e-6};
+    default: return (kind_rates){300e9, 3e12, 10e-6};
+    }
+}
+
+static int weight_op(int op)
+{
+    switch (op) {
+    case HC_OP_MATMUL: return HC_VK_OP_MATMUL;
+    case HC_OP_MATVEC_ROWS: return HC_VK_OP_MATVEC_ROWS;
+    case HC_OP_AXPY_ROWS: return HC_VK_OP_AXPY_ROWS;
+    default: return -1;
+    }
+}
+
+double hc_vk_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n)
+{
+    char why[160];
+
+    if (!dev || dev->magic != HC_VK_MAGIC_DEVICE || rows < 0 || cols < 0 || n < 0)
+        return -1.0;
+    kind_rates k = rates_for(dev);
+    double tok = n > 0 ? (double)n : 1.0;
+    double elems = (double)rows * (double)cols;
+    int kop = weight_op(op);
+    if (kop >= 0) {
+        if (hc_vk_weight_shape_ok(dev, kop, wtype, rows, cols, n, why, sizeof why) != HC_OK)
+            return -1.0;
+        double rb = (double)hc_type_row_size(wtype, cols);
+        double bytes = (double)rows * rb + tok * ((double)rows + (double)cols) * 4;
+        double t_mem = bytes / k.bw, t_mac = elems * tok / k.macs;
+        return k.dispatch + (t_mem > t_mac ? t_mem : t_mac);
+    }
+    switch (op) {
+    case HC_OP_COPY: return k.dispatch + 2 * elems * 4 * tok / k.bw;
+    case HC_OP_ATTENTION:
+        /* K and V streamed once per token; a multiply-add per element for
+         * the scores and another for the weighted sum. */
+        return k.dispatch + 2 * elems * 4 * tok / k.bw + 2 * elems * tok / k.macs;
+    case HC_OP_RMSNORM:
+    case HC_OP_ROPE:
+    case HC_OP_UNARY:
+    case HC_OP_BINARY:
+    case HC_OP_GLU: return k.dispatch + 3 * elems * 4 * tok / k.bw;
+    default: return -1.0;
+    }
+}

@@ -1,0 +1,304 @@
+/*
+ * GPU placement end to end, on whatever Vulkan device is here (Mesa's
+ * lavapipe in CI: the real plugin, SPIR-V and driver, on the CPU).
+ *
+ *  - Whole models on the GPU (a budget that holds everything) reproduce
+ *    the golden greedy ids of the independent float64 reference, from BOS
+ *    and from the golden prompt (near-ties handled as in test_golden).
+ *  - Hybrid runs of the packed sparse relu2M model at budgets holding
+ *    nothing, about half the hot neurons, and everything give the same
+ *    greedy ids as the all-CPU run, in predictor, oracle and dense modes.
+ *  - The CPU fallback for ops a plugin lacks (HOTCOLD_DISABLE_OPS) gives
+ *    the same ids, and the run reports the fallbacks.
+ *  - A saved neuron split (gpuidx) is reused on the next load.
+ *
+ * Without a Vulkan device the binary prints "skipped" and exits 77.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hotcold/hotcold.h"
+#include "placement.h"
+#include "test_util.h"
+
+#define N_IDS 60
+#define MAX_IDS 512
+#define NEAR_TIE 1e-4f
+#define GPU "vulkan"
+
+static hc_engine *engine;
+
+static const char *model(const char *name)
+{
+    return hc_test_path(HC_MODELS_DIR, name);
+}
+
+static hc_model *load(const char *path, const char *device, double budget, int sparse,
+                      int gpu_index, const char *idx_path)
+{
+    hc_model_params mp = hc_model_default_params();
+    mp.device = device;
+    mp.vram_budget = budget;
+    mp.sparse = sparse;
+    mp.gpu_index = gpu_index;
+    mp.gpu_index_path = idx_path;
+    mp.n_ctx = 256;
+    hc_model *m = hc_model_load(engine, path, &mp);
+    ck_assert_msg(m != NULL, "load %s on %s: %s", path, device, hc_last_error());
+    return m;
+}
+
+static int argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}
+
+/* Greedy from `prompt`; where `expect` is given, a differing id must be a
+ * near-tie and the golden id is fed on. */
+static void greedy(hc_model *m, const int32_t *prompt, int n_prompt, const int32_t *expect,
+                   int n, int32_t *out, hc_context_run_stats *rs)
+{
+    hc_context_params cp = hc_context_default_params();
+    cp.n_ctx = 256;
+    hc_context *c = hc_context_new(m, &cp);
+    ck_assert_msg(c != NULL, "context: %s", hc_last_error());
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    float *logits = malloc((size_t)d.n_vocab * sizeof *logits);
+    ck_assert(logits != NULL);
+    ck_assert_msg(hc_context_eval(c, prompt, n_prompt, logits) == 0, "%s", hc_last_error());
+    for (int i = 0; i < n; i++) {
+        int32_t id = argmax(logits, d.n_vocab);
+        if (expect && id != expect[i]) {
+            float gap = logits[id] - logits[expect[i]];
+            ck_assert_msg(gap < NEAR_TIE, "step %d: got %d, golden %d, logit gap %g (no tie)", i,
+                          id, expect[i], (double)gap);
+            printf("  step %d: near-tie %d vs golden %d (gap %.2g)\n", i, id, expect[i],
+                   (double)gap);
+            id = expect[i];
+        }
+        out[i] = id;
+        if (i + 1 < n)
+            ck_assert_msg(hc_context_eval(c, &id, 1, logits) == 0, "%s", hc_last_error());
+    }
+    if (rs)
+        hc_context_run_stats_get(c, rs);
+    free(logits);
+    hc_context_free(c);
+}
+
+/* ---- golden, whole model on the GPU ---------------------------------------- */
+
+static void golden_on_gpu(const char *name)
+{
+    char file[256];
+    snprintf(file, sizeof file, "golden/%s.json", name);
+    json_object *root = hc_test_load_json(hc_test_path(HC_TEST_DATA, file)), *bos, *fp, *o;
+    ck_assert_msg(root != NULL, "cannot read %s", file);
+    int32_t bos_ids[MAX_IDS], prompt_ids[MAX_IDS], prompt_greedy[MAX_IDS], got[MAX_IDS];
+    ck_assert(json_object_object_get_ex(root, "from_bos", &bos) &&
+              json_object_object_get_ex(root, "from_prompt", &fp));
+    ck_assert(json_object_object_get_ex(bos, "greedy_ids", &o));
+    int n_bos = hc_test_json_ints(o, bos_ids, MAX_IDS);
+    ck_assert(json_object_object_get_ex(fp, "prompt_ids", &o));
+    int n_prompt = hc_test_json_ints(o, prompt_ids, MAX_IDS);
+    ck_assert(json_object_object_get_ex(fp, "greedy_ids", &o));
+    int n_pg = hc_test_json_ints(o, prompt_greedy, MAX_IDS);
+
+    snprintf(file, sizeof file, "%s.gguf", name);
+    hc_model *m = load(model(file), GPU, 1e12, HC_SPARSE_AUTO, HC_GPU_INDEX_DISABLE, NULL);
+    const hc_plan *p = hc_model_plan(m);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(p->output, 1);
+    for (int il = 0; il < p->n_layer; il++) {
+        ck_assert_int_eq(p->layers[il].attn, 1);
+        ck_assert_int_eq(p->layers[il].n_hot, p->n_ff);
+    }
+    hc_context_run_stats rs;
+    int32_t bos_tok = 1;
+    greedy(m, &bos_tok, 1, bos_ids, n_bos, got, &rs);
+    ck_assert_int_eq(rs.cpu_rows, 0); /* nothing ran on the CPU */
+    greedy(m, prompt_ids, n_prompt, prompt_greedy, n_pg, got, NULL);
+    printf("%s on %s: %d ids from BOS and %d from the prompt match the golden file "
+           "(%llu ops fell back to the CPU)\n",
+           name, GPU, n_bos, n_pg, (unsigned long long)rs.fallback_calls);
+    hc_model_free(m);
+    json_object_put(root);
+}
+
+START_TEST(stories260K_golden_on_gpu)
+{
+    golden_on_gpu("stories260K");
+}
+END_TEST
+
+START_TEST(relu2M_golden_on_gpu)
+{
+    golden_on_gpu("relu2M");
+}
+END_TEST
+
+/* ---- hybrid budgets ---------------------------------------------------------- */
+
+#define SPARSE_MODEL "relu2M.powerinfer.gguf"
+
+static int64_t hot_total(const hc_plan *p)
+{
+    int64_t n = 0;
+    for (int il = 0; il < p->n_layer; il++)
+        n += p->layers[il].n_hot;
+    return n;
+}
+
+static void hybrid_budgets(int sparse)
+{
+    const char *path = model(SPARSE_MODEL);
+    int32_t bos = 1, want[N_IDS], got[N_IDS];
+    hc_context_run_stats rs;
+
+    hc_model *m = load(path, "cpu", -1, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, &bos, 1, NULL, N_IDS, want, NULL);
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    hc_model_free(m);
+
+    /* Everything: the budget is then the size of the whole GPU share. */
+    m = load(path, GPU, 1e12, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    const double all_bytes = (double)hc_model_plan(m)->gpu_bytes;
+    ck_assert_int_eq(hot_total(hc_model_plan(m)), (int64_t)d.n_ff * d.n_layer);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert_int_eq(rs.cpu_rows, 0);
+    ck_assert_mem_eq(got, want, sizeof want);
+    hc_model_free(m);
+
+    /* About half the hot neurons: everything but half the FFN bytes. */
+    m = load(path, GPU, all_bytes - (double)d.ffn_bytes / 2, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    const int64_t half = hot_total(hc_model_plan(m)), n_all = (int64_t)d.n_ff * d.n_layer;
+    ck_assert_msg(half > n_all / 4 && half < n_all * 3 / 4, "%lld of %lld neurons hot",
+                  (long long)half, (long long)n_all);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert_msg(rs.gpu_rows > 0 && rs.cpu_rows > 0, "both devices work: gpu %lld cpu %lld",
+                  (long long)rs.gpu_rows, (long long)rs.cpu_rows);
+    ck_assert_mem_eq(got, want, sizeof want);
+    printf("mode %d: half budget: %lld of %lld neurons on the GPU, %.1f%% of rows computed "
+           "there, %.1f KiB moved per token\n",
+           sparse, (long long)half, (long long)n_all,
+           100.0 * (double)rs.gpu_rows / (double)(rs.gpu_rows + rs.cpu_rows),
+           (double)rs.bytes_moved / (double)rs.tokens / 1024.0);
+    hc_model_free(m);
+
+    /* Nothing. */
+    m = load(path, GPU, 0, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    ck_assert_int_eq(hot_total(hc_model_plan(m)), 0);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert_int_eq(rs.gpu_rows, 0);
+    ck_assert_mem_eq(got, want, sizeof want);
+    hc_model_free(m);
+}
+
+START_TEST(hybrid_predictor)
+{
+    hybrid_budgets(HC_SPARSE_PREDICTOR);
+}
+END_TEST
+
+START_TEST(hybrid_oracle)
+{
+    hybrid_budgets(HC_SPARSE_ORACLE);
+}
+END_TEST
+
+START_TEST(hybrid_dense)
+{
+    hybrid_budgets(HC_SPARSE_OFF);
+}
+END_TEST
+
+/* ---- the CPU fallback for ops a plugin lacks ----------------------------- */
+
+START_TEST(fallback_ops)
+{
+    const char *path = model(SPARSE_MODEL);
+    int32_t bos = 1, want[N_IDS], got[N_IDS];
+    hc_context_run_stats rs;
+    hc_model *m = load(path, "cpu", -1, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, &bos, 1, NULL, N_IDS, want, NULL);
+    hc_model_free(m);
+    setenv("HOTCOLD_DISABLE_OPS", "rmsnorm,rope,attention,unary,binary,glu", 1);
+    m = load(path, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    unsetenv("HOTCOLD_DISABLE_OPS");
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert_mem_eq(got, want, sizeof want);
+    ck_assert_msg(rs.fallback_calls > 0, "no op fell back");
+    printf("fallback: %llu ops ran on the CPU for the GPU plugin; ids equal\n",
+           (unsigned long long)rs.fallback_calls);
+    hc_model_free(m);
+}
+END_TEST
+
+/* ---- the saved neuron split ------------------------------------------------ */
+
+START_TEST(gpu_index_reused)
+{
+    const char *path = model(SPARSE_MODEL);
+    char idx[4096];
+    snprintf(idx, sizeof idx, "%s", hc_test_path(hc_test_tmpdir(), "relu2M.generated.gpuidx"));
+    hc_model *m = load(path, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    const double half = (double)hc_model_plan(m)->gpu_bytes - (double)d.ffn_bytes / 2;
+    hc_model_free(m);
+
+    m = load(path, GPU, half, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_RESET, idx);
+    ck_assert_int_eq(hc_model_plan(m)->from_file, 0);
+    const int64_t n_hot = hot_total(hc_model_plan(m));
+    hc_model_free(m);
+    m = load(path, GPU, half, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, idx);
+    ck_assert_msg(hc_model_plan(m)->from_file == 1, "not reused: %s", hc_model_plan_note(m));
+    ck_assert_int_eq(hot_total(hc_model_plan(m)), n_hot);
+    hc_model_free(m);
+    /* A smaller budget than the saved split's solves again. */
+    m = load(path, GPU, half / 2, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, idx);
+    ck_assert_int_eq(hc_model_plan(m)->from_file, 0);
+    ck_assert(hot_total(hc_model_plan(m)) < n_hot);
+    hc_model_free(m);
+}
+END_TEST
+
+int main(void)
+{
+    hc_engine_params ep = hc_engine_default_params();
+    ep.n_threads = HC_TEST_THREADS;
+    engine = hc_engine_open(&ep);
+    if (!engine || hc_engine_find_device(engine, GPU) < 0) {
+        printf("skipped: no %s device here (%s)\n", GPU,
+               engine ? "see 'hotcold devices'" : hc_last_error());
+        hc_engine_close(engine);
+        return 77;
+    }
+    Suite *s = suite_create("hybrid");
+    TCase *tc = tcase_create("vulkan");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, stories260K_golden_on_gpu);
+    tcase_add_test(tc, relu2M_golden_on_gpu);
+    tcase_add_test(tc, hybrid_predictor);
+    tcase_add_test(tc, hybrid_oracle);
+    tcase_add_test(tc, hybrid_dense);
+    tcase_add_test(tc, fallback_ops);
+    tcase_add_test(tc, gpu_index_reused);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_VERBOSE);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    hc_engine_close(engine);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
