@@ -14,7 +14,8 @@
  * neuron: a layer gets all its neurons on the GPU or none.
  *
  * Out of GPU memory while uploading: everything is freed, the budget
- * shrinks to 3/4 and the plan is solved again, down to nothing on the GPU.
+ * shrinks to 3/4 of what was placed before the failure and the plan is
+ * solved again, down to nothing on the GPU.
  */
 #include <libgen.h>
 #include <math.h>
@@ -314,9 +315,11 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
             break;
         if (m->gpu.last_status != HC_E_NOMEM)
             goto out;
-        /* Out of device memory: a smaller hot set, then nothing. */
+        /* Out of device memory: a smaller hot set, then nothing.  What
+         * was placed before the failure is what the device could hold. */
         const uint64_t was = in.budget;
-        in.budget = was / 4 * 3;
+        const uint64_t held = m->gpu_weight_bytes < was ? m->gpu_weight_bytes : was;
+        in.budget = held / 4 * 3;
         HC_WARN("%s: out of memory placing %.1f MiB; retrying with a budget of %.1f MiB",
                 m->gpu.label, (double)was / MiB, (double)in.budget / MiB);
         hc_model_free_gpu(m);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: install the packages, build everything with
-# warnings as errors, run every suite, then run the unit and conformance
-# suites once more under AddressSanitizer + UndefinedBehaviorSanitizer.
+# warnings as errors, run every suite, then run the unit, conformance and
+# hybrid suites once more under AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,9 +14,9 @@ cmake --build build -j"$jobs"
 echo "== tests =="
 ctest --test-dir build --output-on-failure --no-tests=error
 
-echo "== sanitizers: unit + conformance under ASan+UBSan =="
+echo "== sanitizers: unit, conformance and hybrid suites under ASan+UBSan =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHC_WERROR=ON -DHC_SANITIZE=address,undefined
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -L 'unit|conformance' --output-on-failure --no-tests=error
+  ctest --test-dir build-asan -L 'unit|conformance|hybrid' --output-on-failure --no-tests=error
 echo "== all tests passed =="

@@ -133,7 +133,13 @@ static hc_status pick_limits(hc_device *dev)
      * GPUs get 64 invocations (two NVIDIA warps, one AMD wave64). */
     uint32_t sg = dev->pd->subgroup_size ? dev->pd->subgroup_size : 1;
     int cpu = dev->pd->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    dev->wg_dot = pick_wg(lim, cpu ? sg : 64, 8 * 4 /* TILE <= 8 floats */);
+    uint32_t want_dot = cpu ? sg : 64;
+    /* Test knob: a wider reduction workgroup on a CPU device (several
+     * subgroups, as on a GPU) runs the cross-subgroup reduction paths. */
+    const char *wg_env = getenv("HOTCOLD_VULKAN_WG");
+    if (wg_env && strtoul(wg_env, NULL, 10) >= 1 && strtoul(wg_env, NULL, 10) <= 1024)
+        want_dot = (uint32_t)strtoul(wg_env, NULL, 10);
+    dev->wg_dot = pick_wg(lim, want_dot, 8 * 4 /* TILE <= 8 floats */);
     dev->wg_axpy = pick_wg(lim, 64, 0);
     dev->single_subgroup = (dev->feats & HC_VK_FEAT_SUBGROUP) && dev->pd->min_subgroup &&
                            dev->wg_dot <= dev->pd->min_subgroup;

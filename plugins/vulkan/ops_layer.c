@@ -202,7 +202,7 @@ hc_status hc_vk_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int6
 
     if (st != HC_OK)
         return st;
-    if (n_tok < 0 || n_head < 0 || head_dim < 0 || n_rot < 0 || n_rot > head_dim || n_rot % 2)
+    if (n_tok < 0 || n_head < 0 || head_dim < 0 || n_rot < 0 || n_rot > head_dim)
         return hc_vk_fail(dev->ctx, HC_E_INVALID,
                           "%s: bad shape: n_tok %lld, n_head %lld, head_dim %lld, n_rot %lld", op,
                           (ll)n_tok, (ll)n_head, (ll)head_dim, (ll)n_rot);
@@ -222,8 +222,8 @@ hc_status hc_vk_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int6
         return HC_OK;
     uint64_t tok = width * 4, win = usable_window(dev);
     if (tok > win)
-        return hc_vk_fail(dev->ctx, HC_E_UNSUPPORTED, "%s: a token of %llu bytes exceeds one binding",
-                          op, (ull)tok);
+        return hc_vk_fail(dev->ctx, HC_E_UNSUPPORTED,
+                          "%s: a token of %llu bytes exceeds one binding", op, (ull)tok);
     uint64_t tpc = win / tok, wg = hc_vk_kernel_wg(dev, HC_VK_OP_ROPE);
     /* In double on the host: the shader's frequency is then a single exp2. */
     float log2_base = (float)log2((double)freq_base);
