@@ -14,13 +14,14 @@ hc_context_params hc_context_default_params(void)
     return p;
 }
 
-/* Carve one device's activation buffer into its named slices. */
-static int alloc_activations(hc_context *c, int on)
+/* The activation slices of one device for n_batch tokens: offsets into A
+ * (when not NULL), and the bytes of the whole buffer. */
+uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A)
 {
-    const hc_hparams *hp = &c->m->hp;
-    hc_dev *d = on == HC_ON_GPU ? &c->m->gpu : &c->m->cpu;
-    hc_acts *A = &c->a[on];
-    const uint64_t B = (uint64_t)c->n_batch;
+    hc_acts scratch;
+    if (!A)
+        A = &scratch;
+    const uint64_t B = (uint64_t)n_batch;
     const uint64_t e = B * hp->n_embd * F32, ff = B * hp->n_ff * F32;
     const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
     const uint64_t ph = B * (uint64_t)(hp->max_pred_rank > 0 ? hp->max_pred_rank : 1) * F32;
@@ -34,8 +35,26 @@ static int alloc_activations(hc_context *c, int on)
         refs[i]->off = off;
         off += (sizes[i] + 255) & ~(uint64_t)255;
     }
+    return off;
+}
+
+uint64_t hc_kv_layer_bytes(const hc_hparams *hp, int n_ctx)
+{
+    return (uint64_t)n_ctx * hp->n_head_kv * hp->head_dim * F32;
+}
+
+/* Carve one device's activation buffer into its named slices. */
+static int alloc_activations(hc_context *c, int on)
+{
+    const hc_hparams *hp = &c->m->hp;
+    hc_dev *d = on == HC_ON_GPU ? &c->m->gpu : &c->m->cpu;
+    hc_acts *A = &c->a[on];
+    const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
+    const uint64_t off = hc_acts_layout(hp, c->n_batch, A);
     if (hc_dev_alloc(d, off, &A->buf))
         return -1;
+    hc_ref *refs[14] = {&A->x,      &A->xn,  &A->q,  &A->att,  &A->o,   &A->part, &A->gate,
+                        &A->up,     &A->logits, &A->pos, &A->ph, &A->plog, &A->idx, &A->all};
     for (int i = 0; i < 14; i++)
         refs[i]->buf = A->buf;
     /* Start from zeros: the sparse FFN relies on never-computed activation
@@ -58,7 +77,7 @@ static int alloc_activations(hc_context *c, int on)
 static int alloc_kv(hc_context *c)
 {
     const hc_hparams *hp = &c->m->hp;
-    const uint64_t bytes = (uint64_t)c->n_ctx * hp->n_head_kv * hp->head_dim * F32;
+    const uint64_t bytes = hc_kv_layer_bytes(hp, c->n_ctx);
     c->k_cache = calloc((size_t)hp->n_layer, sizeof *c->k_cache);
     c->v_cache = calloc((size_t)hp->n_layer, sizeof *c->v_cache);
     if (!c->k_cache || !c->v_cache) {

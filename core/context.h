@@ -74,6 +74,11 @@ struct hc_context {
     float *host_h;        /* [n_batch][n_ff]   */
 };
 
+/* The bytes of one device's activation buffer for n_batch tokens (and,
+ * if A is not NULL, its slices' offsets); of one layer's K (or V) cache. */
+uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A);
+uint64_t hc_kv_layer_bytes(const hc_hparams *hp, int n_ctx);
+
 /* Run tokens [0, n) (n <= n_batch) at positions n_past.. and, if logits is
  * not NULL, download the last token's logits.  Does not advance n_past. */
 int hc_forward(hc_context *c, const int32_t *tokens, int n, float *logits);

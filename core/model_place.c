@@ -15,7 +15,9 @@
  *
  * Out of GPU memory while uploading: everything is freed, the budget
  * shrinks to 3/4 of what was placed before the failure and the plan is
- * solved again, down to nothing on the GPU.
+ * solved again, down to nothing on the GPU; if even that plan's norm
+ * weights do not fit, the GPU is closed and the model runs on the CPU
+ * alone (has_gpu 0: contexts allocate nothing there).
  */
 #include <libgen.h>
 #include <math.h>
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "context.h"
 #include "log.h"
 #include "model.h"
 #include "placement_stats.h"
@@ -217,6 +220,36 @@ static int place_plan(hc_model *m)
     return hc_dev_sync(&m->gpu);
 }
 
+/* Contexts will want the KV cache of the GPU's attention layers and one
+ * activation buffer there (for the default batch of 64): allocate them once
+ * now, so that a GPU that cannot hold them shrinks the plan here instead of
+ * failing every context later.  0, or -1 with m->gpu.last_status set. */
+static int reserve_contexts(hc_model *m, int n_ctx)
+{
+    const hc_hparams *hp = &m->hp;
+    const int n_batch = n_ctx < 64 ? n_ctx : 64;
+    const uint64_t kv = hc_kv_layer_bytes(hp, n_ctx);
+    hc_buffer *acts = NULL, **kvb = calloc(2 * (size_t)hp->n_layer, sizeof *kvb);
+    int rc = -1;
+    if (!kvb) {
+        hc_set_error("out of memory");
+        goto out;
+    }
+    if (hc_dev_alloc(&m->gpu, hc_acts_layout(hp, n_batch, NULL), &acts))
+        goto out;
+    for (int il = 0; il < hp->n_layer; il++)
+        if (m->layers[il].attn_gpu && (hc_dev_alloc(&m->gpu, kv, &kvb[2 * il]) ||
+                                       hc_dev_alloc(&m->gpu, kv, &kvb[2 * il + 1])))
+            goto out;
+    rc = 0;
+out:
+    for (int i = 0; kvb && i < 2 * hp->n_layer; i++)
+        hc_dev_free(&m->gpu, kvb[i]);
+    free(kvb);
+    hc_dev_free(&m->gpu, acts);
+    return rc;
+}
+
 static void clear_gref(hc_weight *w)
 {
     w->gref = (hc_ref){NULL, 0};
@@ -310,8 +343,10 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
     /* The KV cache was counted with its attention, and goes with it. */
     for (int il = 0; il < m->plan->n_layer; il++)
         m->plan->layers[il].kv = m->plan->layers[il].attn;
+    int nothing_placed = 0; /* the plan that failed put only norms there */
+    const int n_ctx = p->n_ctx > 0 ? p->n_ctx : m->hp.n_ctx_train;
     for (;;) {
-        if (place_plan(m) == 0)
+        if (place_plan(m) == 0 && reserve_contexts(m, n_ctx) == 0)
             break;
         if (m->gpu.last_status != HC_E_NOMEM)
             goto out;
@@ -320,11 +355,24 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
         const uint64_t was = in.budget;
         const uint64_t held = m->gpu_weight_bytes < was ? m->gpu_weight_bytes : was;
         in.budget = held / 4 * 3;
-        HC_WARN("%s: out of memory placing %.1f MiB; retrying with a budget of %.1f MiB",
-                m->gpu.label, (double)was / MiB, (double)in.budget / MiB);
         hc_model_free_gpu(m);
         m->gpu.last_status = HC_OK;
+        if (nothing_placed) {
+            /* Not even the norm weights fit: the GPU is given up, so the
+             * contexts do not ask it for activations either. */
+            HC_WARN("%s: out of memory for its norm weights alone; not using it", m->gpu.label);
+            hc_dev_close(&m->gpu);
+            m->has_gpu = 0;
+            if (hc_plan_all(&in, 0, &m->plan))
+                goto out;
+            snprintf(m->gpu_index_note, sizeof m->gpu_index_note,
+                     "the GPU had no memory: everything on the CPU, the GPU unused");
+            break;
+        }
+        HC_WARN("%s: out of memory placing %.1f MiB; retrying with a budget of %.1f MiB",
+                m->gpu.label, (double)was / MiB, (double)in.budget / MiB);
         if (in.budget < (1u << 20)) {
+            nothing_placed = 1;
             if (hc_plan_all(&in, 0, &m->plan))
                 goto out;
             snprintf(m->gpu_index_note, sizeof m->gpu_index_note,

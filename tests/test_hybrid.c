@@ -11,6 +11,10 @@
  *  - The CPU fallback for ops a plugin lacks (HOTCOLD_DISABLE_OPS) gives
  *    the same ids, and the run reports the fallbacks.
  *  - A saved neuron split (gpuidx) is reused on the next load.
+ *  - A small GPU (HOTCOLD_VULKAN_MEMORY_LIMIT: the plugin fails allocations
+ *    past it as a real out-of-memory does) under a budget that asks for
+ *    everything: the load re-solves for a smaller hot set, or with no
+ *    memory at all puts everything on the CPU, and the ids stay the same.
  *
  * Without a Vulkan device the binary prints "skipped" and exits 77.
  */
@@ -272,6 +276,71 @@ START_TEST(gpu_index_reused)
 }
 END_TEST
 
+/* ---- a GPU smaller than the budget ---------------------------------------- */
+
+static void set_memory_limit(double bytes)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%.0f", bytes);
+    setenv("HOTCOLD_VULKAN_MEMORY_LIMIT", v, 1);
+}
+
+/* After every test, failed or not: the later ones must see no limit. */
+static void clear_memory_limit(void)
+{
+    unsetenv("HOTCOLD_VULKAN_MEMORY_LIMIT");
+}
+
+START_TEST(gpu_out_of_memory)
+{
+    const char *path = model(SPARSE_MODEL);
+    int32_t bos = 1, want[N_IDS], got[N_IDS];
+    hc_context_run_stats rs;
+
+    hc_model *m = load(path, "cpu", -1, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, &bos, 1, NULL, N_IDS, want, NULL);
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    hc_model_free(m);
+    const int64_t n_all = (int64_t)d.n_ff * d.n_layer;
+
+    /* The whole GPU share, with no limit. */
+    m = load(path, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    const double share = (double)hc_model_plan(m)->gpu_bytes;
+    ck_assert_int_eq(hot_total(hc_model_plan(m)), n_all);
+    hc_model_free(m);
+
+    /* A device with 40% of that: the budget (everything) does not fit, the
+     * first placement runs out of device memory and is solved again. */
+    set_memory_limit(0.4 * share);
+    m = load(path, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    const int64_t hot = hot_total(hc_model_plan(m));
+    const char *note = hc_model_plan_note(m);
+    printf("limit %.0f bytes (40%% of %.0f): %lld of %lld neurons hot; plan: %s\n", 0.4 * share,
+           share, (long long)hot, (long long)n_all, note);
+    ck_assert_msg(hot > 0 && hot < n_all, "%lld of %lld neurons hot", (long long)hot,
+                  (long long)n_all);
+    ck_assert_msg(strstr(note, "re-solved") != NULL, "plan note: %s", note);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert_msg(rs.gpu_rows > 0 && rs.cpu_rows > 0, "both devices work: gpu %lld cpu %lld",
+                  (long long)rs.gpu_rows, (long long)rs.cpu_rows);
+    ck_assert_mem_eq(got, want, sizeof want);
+    hc_model_free(m);
+
+    /* No device memory at all: everything on the CPU. */
+    set_memory_limit(0);
+    m = load(path, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    printf("limit 0 bytes: %lld neurons hot; plan: %s\n",
+           (long long)hot_total(hc_model_plan(m)), hc_model_plan_note(m));
+    ck_assert_int_eq(hot_total(hc_model_plan(m)), 0);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert_int_eq(rs.gpu_rows, 0);
+    ck_assert_mem_eq(got, want, sizeof want);
+    hc_model_free(m);
+    clear_memory_limit();
+}
+END_TEST
+
 int main(void)
 {
     hc_engine_params ep = hc_engine_default_params();
@@ -286,6 +355,7 @@ int main(void)
     Suite *s = suite_create("hybrid");
     TCase *tc = tcase_create("vulkan");
     tcase_set_timeout(tc, 600);
+    tcase_add_checked_fixture(tc, NULL, clear_memory_limit);
     tcase_add_test(tc, stories260K_golden_on_gpu);
     tcase_add_test(tc, relu2M_golden_on_gpu);
     tcase_add_test(tc, hybrid_predictor);
@@ -293,6 +363,7 @@ int main(void)
     tcase_add_test(tc, hybrid_dense);
     tcase_add_test(tc, fallback_ops);
     tcase_add_test(tc, gpu_index_reused);
+    tcase_add_test(tc, gpu_out_of_memory);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);

@@ -166,6 +166,8 @@ hc_status hc_vk_device_open(hc_plugin_ctx *ctx, int index, hc_device **out)
     dev->ctx = ctx;
     dev->pd = &ctx->devs[index];
     dev->feats = dev->pd->feats;
+    /* Read at every open: a test sets it before loading a model. */
+    dev->pd->mem_limit = hc_vk_memory_limit(ctx);
     pthread_mutex_init(&dev->queue_lock, NULL);
     pthread_mutex_init(&dev->pipe_lock, NULL);
 

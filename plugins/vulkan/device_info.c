@@ -1,7 +1,9 @@
 /*
  * device_info: name, kind, capabilities and memory of one device, from the
  * properties instance.c cached and, for free memory, VK_EXT_memory_budget
- * when the device has it (else total minus what our buffers hold).
+ * when the device has it (else total minus what our buffers hold).  Under
+ * HOTCOLD_VULKAN_MEMORY_LIMIT (memory.c) both are capped: total by the
+ * limit, free by the limit minus what our device buffers hold.
  */
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +43,15 @@ static void memory_of(hc_plugin_ctx *ctx, const hc_vk_physdev *d, uint64_t *tota
     if (!d->has_budget) {
         uint64_t used = atomic_load(&((hc_vk_physdev *)d)->allocated);
         *free_now = *total > used ? *total - used : 0;
+    }
+    uint64_t limit = hc_vk_memory_limit(ctx);
+    if (limit != UINT64_MAX) {
+        uint64_t used = atomic_load(&((hc_vk_physdev *)d)->limited);
+        uint64_t room = limit > used ? limit - used : 0;
+        if (*total > limit)
+            *total = limit;
+        if (*free_now > room)
+            *free_now = room;
     }
 }
 

@@ -180,6 +180,8 @@ static int describe(hc_plugin_ctx *ctx, VkPhysicalDevice pd, uint32_t instance_a
     d->max_alloc = m3.maxMemoryAllocationSize;
     ctx->i.vkGetPhysicalDeviceMemoryProperties(pd, &d->mem);
     atomic_init(&d->allocated, 0);
+    atomic_init(&d->limited, 0);
+    d->mem_limit = UINT64_MAX; /* device_open reads HOTCOLD_VULKAN_MEMORY_LIMIT */
     ok = 1;
 out:
     free(ext);

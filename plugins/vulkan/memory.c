@@ -8,7 +8,20 @@
  * type and stay mapped: buffer_host_ptr works and idle-stream transfers are
  * plain memcpy.  On a discrete GPU buffers live in plain VRAM and every
  * transfer goes through a staging buffer (transfer.c).
+ *
+ * HOTCOLD_VULKAN_MEMORY_LIMIT=<bytes> simulates a small GPU: the device
+ * buffers (hc buffers, each counted at its VkBuffer size) of one physical
+ * device may hold at most that many bytes together; an allocation past it
+ * fails with HC_E_NOMEM exactly as a real out-of-memory does, and
+ * device_info reports mem_total capped by the limit and mem_free as the
+ * limit minus what the buffers hold.  Staging memory is not counted: on a
+ * discrete GPU it is host memory.  device_open reads the variable (so it
+ * takes effect for the next device opened: a model loaded after setenv;
+ * the last open sets it for every open device of that physical device),
+ * and device_info reads it again.  Unset or empty: no limit; not a number:
+ * ignored, with a warning.  0 is a valid limit: no device buffer fits.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +91,34 @@ int hc_vk_pick_staging_memory(const hc_vk_physdev *d, uint32_t type_bits)
         }
     }
     return best;
+}
+
+uint64_t hc_vk_memory_limit(hc_plugin_ctx *ctx)
+{
+    const char *env = getenv("HOTCOLD_VULKAN_MEMORY_LIMIT");
+    char *end = NULL;
+
+    if (!env || !*env)
+        return UINT64_MAX;
+    errno = 0;
+    unsigned long long v = strtoull(env, &end, 10);
+    if (errno || end == env || *end || *env == '-') {
+        hc_vk_log(ctx, HC_LOG_WARN,
+                  "vulkan: HOTCOLD_VULKAN_MEMORY_LIMIT=%s is not a number of bytes (ignored)", env);
+        return UINT64_MAX;
+    }
+    return (uint64_t)v;
+}
+
+/* Counts `bytes` against the device's limit; 0 if they do not fit. */
+static int limit_reserve(hc_vk_physdev *d, uint64_t bytes)
+{
+    uint64_t cur = atomic_load(&d->limited);
+    do {
+        if (d->mem_limit != UINT64_MAX && (bytes > d->mem_limit || cur > d->mem_limit - bytes))
+            return 0;
+    } while (!atomic_compare_exchange_weak(&d->limited, &cur, cur + bytes));
+    return 1;
 }
 
 hc_status hc_vk_raw_buffer(hc_device *dev, const char *op, uint64_t size, uint32_t type,
@@ -174,12 +215,21 @@ hc_status hc_vk_buffer_alloc(hc_device *dev, uint64_t size, hc_buffer **out)
         return hc_vk_fail(dev->ctx, HC_E_NOMEM,
                           "buffer_alloc: %llu bytes exceed the device's largest allocation (%llu)",
                           (ull)size, (ull)dev->pd->max_alloc);
+    if (!limit_reserve(dev->pd, vk_size))
+        return hc_vk_fail(dev->ctx, HC_E_NOMEM,
+                          "buffer_alloc: cannot allocate %llu bytes of device memory "
+                          "(HOTCOLD_VULKAN_MEMORY_LIMIT=%llu, %llu in use)",
+                          (ull)size, (ull)dev->pd->mem_limit,
+                          (ull)atomic_load(&dev->pd->limited));
     b = calloc(1, sizeof *b);
-    if (!b)
+    if (!b) {
+        atomic_fetch_sub(&dev->pd->limited, vk_size);
         return hc_vk_fail(dev->ctx, HC_E_NOMEM, "buffer_alloc: out of host memory");
+    }
     st = hc_vk_raw_buffer(dev, "buffer_alloc", vk_size, dev->mem_type, &b->buf, &b->mem,
                           dev->mem_mapped ? &b->map : NULL);
     if (st != HC_OK) {
+        atomic_fetch_sub(&dev->pd->limited, vk_size);
         free(b);
         return st;
     }
@@ -196,6 +246,7 @@ void hc_vk_buffer_free(hc_buffer *buf)
     if (!buf || buf->magic != HC_VK_MAGIC_BUFFER)
         return;
     hc_vk_raw_buffer_free(buf->dev, buf->buf, buf->mem, buf->vk_size);
+    atomic_fetch_sub(&buf->dev->pd->limited, buf->vk_size);
     buf->magic = 0;
     free(buf);
 }

@@ -6,6 +6,14 @@
  *
  * Vulkan is reached only through function tables (vk_functions.h) filled
  * from a dlopen'ed libvulkan.so.1, never by linking it.
+ *
+ * Environment (test and debugging knobs, read where named):
+ *   HOTCOLD_VULKAN_DEVICE        which devices to list (instance.c)
+ *   HOTCOLD_VULKAN_DISABLE       optional features to leave off (instance.c)
+ *   HOTCOLD_VULKAN_WINDOW        a smaller binding limit (device.c)
+ *   HOTCOLD_VULKAN_WG            the reduction workgroup size (device.c)
+ *   HOTCOLD_VULKAN_MEMORY_LIMIT  bytes of device buffers allowed per device:
+ *                                simulates a small GPU (memory.c)
  */
 #ifndef HC_VK_PLUGIN_H
 #define HC_VK_PLUGIN_H
@@ -134,6 +142,10 @@ typedef struct hc_vk_physdev {
     int has_budget;             /* VK_EXT_memory_budget */
     uint64_t max_alloc;         /* maxMemoryAllocationSize */
     atomic_uint_least64_t allocated; /* bytes our buffers hold: mem_free without a budget */
+    /* HOTCOLD_VULKAN_MEMORY_LIMIT as of the last device_open (UINT64_MAX:
+     * none), and the bytes of device buffers counted against it. */
+    uint64_t mem_limit;
+    atomic_uint_least64_t limited;
 } hc_vk_physdev;
 
 struct hc_plugin_ctx {
@@ -286,6 +298,9 @@ hc_status hc_vk_grid(hc_device *dev, const char *op, uint64_t count, uint32_t *g
 int hc_vk_pick_device_memory(const hc_vk_physdev *d, uint32_t type_bits, int *mapped);
 /* A host-visible, coherent type for staging (cached preferred), or -1. */
 int hc_vk_pick_staging_memory(const hc_vk_physdev *d, uint32_t type_bits);
+/* HOTCOLD_VULKAN_MEMORY_LIMIT now, in bytes; UINT64_MAX when unset (an
+ * unreadable value is ignored with a warning). */
+uint64_t hc_vk_memory_limit(hc_plugin_ctx *ctx);
 hc_status hc_vk_buffer_alloc(hc_device *dev, uint64_t size, hc_buffer **out);
 void hc_vk_buffer_free(hc_buffer *buf);
 void *hc_vk_buffer_host_ptr(hc_buffer *buf);
