@@ -164,11 +164,15 @@ static int64_t hot_total(const hc_plan *p)
 static void hybrid_budgets(int sparse)
 {
     const char *path = model(SPARSE_MODEL);
-    int32_t bos = 1, want[N_IDS], got[N_IDS];
+    int32_t prompt[32], want[N_IDS], got[N_IDS];
     hc_context_run_stats rs;
 
     hc_model *m = load(path, "cpu", -1, sparse, HC_GPU_INDEX_DISABLE, NULL);
-    greedy(m, &bos, 1, NULL, N_IDS, want, NULL);
+    /* A prompt of several tokens, so the batched pass is split too. */
+    const char *text = "Once upon a time, there was a little dog named";
+    const int n_prompt = hc_model_tokenize(m, text, strlen(text), 1, prompt, 32);
+    ck_assert(n_prompt > 5 && n_prompt <= 32);
+    greedy(m, prompt, n_prompt, NULL, N_IDS, want, NULL);
     hc_model_desc d;
     hc_model_describe(m, &d);
     hc_model_free(m);
@@ -177,7 +181,7 @@ static void hybrid_budgets(int sparse)
     m = load(path, GPU, 1e12, sparse, HC_GPU_INDEX_DISABLE, NULL);
     const double all_bytes = (double)hc_model_plan(m)->gpu_bytes;
     ck_assert_int_eq(hot_total(hc_model_plan(m)), (int64_t)d.n_ff * d.n_layer);
-    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    greedy(m, prompt, n_prompt, NULL, N_IDS, got, &rs);
     ck_assert_int_eq(rs.cpu_rows, 0);
     ck_assert_mem_eq(got, want, sizeof want);
     hc_model_free(m);
@@ -187,7 +191,7 @@ static void hybrid_budgets(int sparse)
     const int64_t half = hot_total(hc_model_plan(m)), n_all = (int64_t)d.n_ff * d.n_layer;
     ck_assert_msg(half > n_all / 4 && half < n_all * 3 / 4, "%lld of %lld neurons hot",
                   (long long)half, (long long)n_all);
-    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    greedy(m, prompt, n_prompt, NULL, N_IDS, got, &rs);
     ck_assert_msg(rs.gpu_rows > 0 && rs.cpu_rows > 0, "both devices work: gpu %lld cpu %lld",
                   (long long)rs.gpu_rows, (long long)rs.cpu_rows);
     ck_assert_mem_eq(got, want, sizeof want);
@@ -201,7 +205,7 @@ static void hybrid_budgets(int sparse)
     /* Nothing. */
     m = load(path, GPU, 0, sparse, HC_GPU_INDEX_DISABLE, NULL);
     ck_assert_int_eq(hot_total(hc_model_plan(m)), 0);
-    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    greedy(m, prompt, n_prompt, NULL, N_IDS, got, &rs);
     ck_assert_int_eq(rs.gpu_rows, 0);
     ck_assert_mem_eq(got, want, sizeof want);
     hc_model_free(m);

@@ -69,7 +69,8 @@ static void usage(FILE *f)
             "                          minus 256 MiB; 0 = nothing, everything on the CPU)\n"
             "      --print-plan        print what sits where, per layer, before running\n"
             "      --reset-gpu-index   re-solve the neuron split and overwrite\n"
-            "                          <model>.generated.gpuidx\n"
+            "                          <model>.generated.gpuidx (kept for PowerInfer files,\n"
+            "                          whose FFN splits by neuron)\n"
             "      --disable-gpu-index neither read nor write <model>.generated.gpuidx\n"
             "      --sparse MODE       FFN: predictor (PowerInfer; default for files with\n"
             "                          predictors), oracle (gate decides; exact for ReLU\n"
@@ -305,6 +306,10 @@ int hc_cmd_run(int argc, char **argv)
     }
     if (!o.seed_given)
         o.sp.seed = hc_tool_random_seed();
+    if ((o.vram_budget >= 0 || o.print_plan || o.gpu_index != HC_GPU_INDEX_USE) &&
+        strncmp(o.device, "cpu", 3) == 0)
+        fprintf(stderr, "hotcold run: note: --vram-budget, --print-plan and the gpu-index flags "
+                        "only matter with --device <gpu>\n");
     if (o.verbose)
         hc_log_set_level(HC_LOG_DEBUG);
     if (!o.model) {
