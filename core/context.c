@@ -14,24 +14,31 @@ hc_context_params hc_context_default_params(void)
     return p;
 }
 
+/* The slices of an activation buffer, in buffer order. */
+#define N_SLICES 14
+static void acts_slices(hc_acts *A, hc_ref *refs[N_SLICES])
+{
+    hc_ref *all[N_SLICES] = {&A->x,  &A->xn,     &A->q,   &A->att, &A->o,    &A->part, &A->gate,
+                             &A->up, &A->logits, &A->pos, &A->ph,  &A->plog, &A->idx,  &A->all};
+    memcpy(refs, all, sizeof all);
+}
+
 /* The activation slices of one device for n_batch tokens: offsets into A
  * (when not NULL), and the bytes of the whole buffer. */
 uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A)
 {
     hc_acts scratch;
-    if (!A)
-        A = &scratch;
+    hc_ref *refs[N_SLICES];
+    acts_slices(A ? A : &scratch, refs);
     const uint64_t B = (uint64_t)n_batch;
     const uint64_t e = B * hp->n_embd * F32, ff = B * hp->n_ff * F32;
     const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
     const uint64_t ph = B * (uint64_t)(hp->max_pred_rank > 0 ? hp->max_pred_rank : 1) * F32;
     /* 256-byte alignment keeps every slice friendly to GPU offset rules. */
-    uint64_t sizes[14] = {e, e, e, e, e, e, ff, ff, (uint64_t)hp->n_vocab * F32, B * 4, ph, ff,
-                          list, list};
-    hc_ref *refs[14] = {&A->x,      &A->xn,  &A->q,  &A->att,  &A->o,   &A->part, &A->gate,
-                        &A->up,     &A->logits, &A->pos, &A->ph, &A->plog, &A->idx, &A->all};
+    const uint64_t sizes[N_SLICES] = {e,  e, e,  e,  e,  e,    ff, ff, (uint64_t)hp->n_vocab * F32,
+                                      B * 4, ph, ff, list, list};
     uint64_t off = 0;
-    for (int i = 0; i < 14; i++) {
+    for (int i = 0; i < N_SLICES; i++) {
         refs[i]->off = off;
         off += (sizes[i] + 255) & ~(uint64_t)255;
     }
@@ -53,9 +60,9 @@ static int alloc_activations(hc_context *c, int on)
     const uint64_t off = hc_acts_layout(hp, c->n_batch, A);
     if (hc_dev_alloc(d, off, &A->buf))
         return -1;
-    hc_ref *refs[14] = {&A->x,      &A->xn,  &A->q,  &A->att,  &A->o,   &A->part, &A->gate,
-                        &A->up,     &A->logits, &A->pos, &A->ph, &A->plog, &A->idx, &A->all};
-    for (int i = 0; i < 14; i++)
+    hc_ref *refs[N_SLICES];
+    acts_slices(A, refs);
+    for (int i = 0; i < N_SLICES; i++)
         refs[i]->buf = A->buf;
     /* Start from zeros: the sparse FFN relies on never-computed activation
      * rows being finite (see forward.c), and fresh memory may hold NaNs. */

@@ -228,7 +228,12 @@ static int select_rows(hc_context *c, const hc_layer *l, share s[2], int n, int 
     const int64_t ff = hp->n_ff;
     int64_t ng = 0, nc = 0;
     if (dense) {
-        memset(c->host_mark, 1, (size_t)ff);
+        /* Every neuron of each share: the lists made at load serve (the
+         * GPU's compact rows are 0..n_hot-1, a prefix of `all`). */
+        ng = s[HC_ON_GPU].n_neurons;
+        nc = s[HC_ON_CPU].n_neurons;
+        s[HC_ON_GPU].list = c->a[HC_ON_GPU].all;
+        s[HC_ON_CPU].list = nc == ff ? c->a[HC_ON_CPU].all : l->cold_idx;
     } else {
         /* Predictor: active iff logit >= threshold.  Oracle: iff the gate
          * fires, gate - shift > 0, i.e. >= the next float above the shift. */
@@ -241,33 +246,33 @@ static int select_rows(hc_context *c, const hc_layer *l, share s[2], int n, int 
             for (int64_t r = 0; r < ff; r++)
                 c->host_mark[r] |= lg[r] >= cut;
         }
-    }
-    for (int64_t r = 0; r < ff; r++) {
-        if (!c->host_mark[r])
-            continue;
-        const int32_t j = c->m->has_gpu ? l->gpu_row[r] : -1;
-        if (j >= 0)
-            c->host_gidx[ng++] = j;
+        for (int64_t r = 0; r < ff; r++) {
+            if (!c->host_mark[r])
+                continue;
+            const int32_t j = c->m->has_gpu ? l->gpu_row[r] : -1;
+            if (j >= 0)
+                c->host_gidx[ng++] = j;
+            else
+                c->host_idx[nc++] = (int32_t)r;
+        }
+        /* A share whose every row is active reads the every-row list. */
+        if (ng == s[HC_ON_GPU].rows && ng > 0)
+            s[HC_ON_GPU].list = c->a[HC_ON_GPU].all;
+        else if (ng > 0 && hc_dev_upload(&c->m->gpu, c->a[HC_ON_GPU].idx, c->host_gidx,
+                                         (uint64_t)ng * sizeof(int32_t)))
+            return -1;
         else
-            c->host_idx[nc++] = (int32_t)r;
+            c->run.bytes_moved += (uint64_t)ng * sizeof(int32_t);
+        if (nc == ff)
+            s[HC_ON_CPU].list = c->a[HC_ON_CPU].all;
+        else if (nc > 0 && hc_dev_upload(&c->m->cpu, c->a[HC_ON_CPU].idx, c->host_idx,
+                                         (uint64_t)nc * sizeof(int32_t)))
+            return -1;
     }
     s[HC_ON_GPU].k = ng;
     s[HC_ON_CPU].k = nc;
     c->run.gpu_rows += ng;
     c->run.cpu_rows += nc;
-    /* Dense shares read the precomputed every-row list. */
-    if (ng == s[HC_ON_GPU].rows && ng > 0)
-        s[HC_ON_GPU].list = c->a[HC_ON_GPU].all;
-    else if (ng > 0 && hc_dev_upload(&c->m->gpu, c->a[HC_ON_GPU].idx, c->host_gidx,
-                                     (uint64_t)ng * sizeof(int32_t)))
-        return -1;
-    if (nc == ff)
-        s[HC_ON_CPU].list = c->a[HC_ON_CPU].all;
-    else if (nc > 0 && hc_dev_upload(&c->m->cpu, c->a[HC_ON_CPU].idx, c->host_idx,
-                                     (uint64_t)nc * sizeof(int32_t)))
-        return -1;
-    if (ng > 0)
-        c->run.bytes_moved += ng == s[HC_ON_GPU].rows ? 0 : (uint64_t)ng * sizeof(int32_t);
     c->acc[(int)(l - c->m->layers)].forwards++;
     c->acc[(int)(l - c->m->layers)].computed += (double)(ng + nc) / (double)ff;
     return 0;

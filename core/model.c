@@ -383,7 +383,7 @@ static int for_each_weight(hc_model *m, int (*fn)(hc_model *, hc_weight *))
     return 0;
 }
 
-static int add_buffer(hc_model *m, hc_buffer *b)
+int hc_model_add_buffer(hc_model *m, hc_buffer *b)
 {
     hc_buffer **nb = realloc(m->bufs, (size_t)(m->n_bufs + 1) * sizeof *nb);
     if (!nb) {
@@ -407,7 +407,7 @@ static int upload_weight(hc_model *m, hc_weight *w)
         return 0;
     }
     hc_buffer *b;
-    if (hc_dev_buffer_from_host(&m->cpu, w->host, w->bytes, &b) || add_buffer(m, b))
+    if (hc_dev_buffer_from_host(&m->cpu, w->host, w->bytes, &b) || hc_model_add_buffer(m, b))
         return -1;
     w->ref.buf = b;
     w->ref.off = 0;
@@ -433,7 +433,7 @@ static int place_weights(hc_model *m)
          * inside it are the file's own. */
         hc_buffer *b;
         if (hc_dev_buffer_from_host(&m->cpu, g->base + g->data_offset, data_bytes, &b) ||
-            add_buffer(m, b))
+            hc_model_add_buffer(m, b))
             return -1;
         return for_each_weight(m, rebase_weight);
     }

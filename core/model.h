@@ -101,6 +101,10 @@ static inline int hc_weight_present(const hc_weight *w)
     return w->name != NULL;
 }
 
+/* Keep a CPU buffer with the model (freed with it); on failure frees b.
+ * 0 or -1. */
+int hc_model_add_buffer(hc_model *m, hc_buffer *b);
+
 /* Place what the plan puts on the GPU (model_place.c): solve or reload the
  * split, upload, build the per-layer neuron maps.  A GPU out of memory
  * shrinks the budget and retries, down to nothing on the GPU. */

@@ -46,7 +46,7 @@ static int build_input(hc_model *m, const hc_model_params *p, hc_place_in *in,
 {
     const hc_hparams *hp = &m->hp;
     const int n_ctx = p->n_ctx > 0 ? p->n_ctx : hp->n_ctx_train;
-    const uint64_t kv = 2u * (uint64_t)n_ctx * (uint64_t)hp->n_head_kv * hp->head_dim * 4u;
+    const uint64_t kv = 2u * hc_kv_layer_bytes(hp, n_ctx); /* K and V */
     const int predicting = hp->sparse == HC_SPARSE_PREDICTOR;
 
     *freq = NULL;
@@ -139,15 +139,9 @@ static int put_rows(hc_model *m, const hc_weight *w, const int32_t *ids, int64_t
 static int cpu_list(hc_model *m, const int32_t *ids, int64_t n, hc_ref *out)
 {
     hc_buffer *b;
-    hc_buffer **nb = realloc(m->bufs, (size_t)(m->n_bufs + 1) * sizeof *nb);
-    if (!nb) {
-        hc_set_error("out of memory");
+    if (hc_dev_alloc(&m->cpu, (uint64_t)(n > 0 ? n : 1) * sizeof(int32_t), &b) ||
+        hc_model_add_buffer(m, b))
         return -1;
-    }
-    m->bufs = nb;
-    if (hc_dev_alloc(&m->cpu, (uint64_t)(n > 0 ? n : 1) * sizeof(int32_t), &b))
-        return -1;
-    m->bufs[m->n_bufs++] = b;
     *out = (hc_ref){b, 0};
     return n > 0 ? hc_dev_upload(&m->cpu, *out, ids, (uint64_t)n * sizeof(int32_t)) : 0;
 }
@@ -211,9 +205,12 @@ out:
 
 static int place_plan(hc_model *m)
 {
-    for (int il = 0; il < m->hp.n_layer; il++)
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        /* The KV cache was counted with its attention, and goes with it. */
+        m->plan->layers[il].kv = m->plan->layers[il].attn;
         if (place_layer(m, il, &m->plan->layers[il]))
             return -1;
+    }
     m->output_gpu = m->plan->output;
     if (put_weight(m, &m->output_norm) || (m->output_gpu && put_weight(m, &m->output)))
         return -1;
@@ -340,9 +337,6 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
         pp.gpu_index = HC_GPU_INDEX_DISABLE;
     if (solve(m, &pp, &in, idx_path))
         goto out;
-    /* The KV cache was counted with its attention, and goes with it. */
-    for (int il = 0; il < m->plan->n_layer; il++)
-        m->plan->layers[il].kv = m->plan->layers[il].attn;
     int nothing_placed = 0; /* the plan that failed put only norms there */
     const int n_ctx = p->n_ctx > 0 ? p->n_ctx : m->hp.n_ctx_train;
     for (;;) {
@@ -380,8 +374,6 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
         } else {
             if (hc_plan_solve(&in, &m->plan))
                 goto out;
-            for (int il = 0; il < m->plan->n_layer; il++)
-                m->plan->layers[il].kv = m->plan->layers[il].attn;
             snprintf(m->gpu_index_note, sizeof m->gpu_index_note,
                      "re-solved for %.1f MiB after running out of GPU memory (not saved)",
                      (double)in.budget / MiB);
