@@ -255,6 +255,26 @@ void hc_token_windows_free(hc_token_windows *w)
     memset(w, 0, sizeof *w);
 }
 
+hc_context *hc_token_windows_context(hc_model *m, const hc_token_windows *w, hc_ffn_observer fn,
+                                     void *user)
+{
+    int longest = 1;
+    for (int i = 0; i < w->n; i++)
+        if (w->start[i + 1] - w->start[i] > longest)
+            longest = (int)(w->start[i + 1] - w->start[i]);
+    hc_context_params cp = hc_context_default_params();
+    cp.n_ctx = longest;
+    /* One forward pass per window keeps the matmuls wide; very long windows
+     * are split so the batch buffers stay small. */
+    cp.n_batch = longest < 256 ? longest : 256;
+    hc_context *c = hc_context_new(m, &cp);
+    if (c && hc_context_set_ffn_observer(c, fn, user)) {
+        hc_context_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 /* ---- counts ------------------------------------------------------------ */
 int hc_profile_init(hc_activation_profile *p, int n_layer, int n_ff, const char *model)
 {
@@ -307,17 +327,8 @@ int hc_profile_model(hc_model *m, const hc_token_windows *w, hc_progress_fn prog
                      p->n_layer, p->n_ff, d.n_layer, d.n_ff);
         return -1;
     }
-    int longest = 1;
-    for (int i = 0; i < w->n; i++)
-        if (w->start[i + 1] - w->start[i] > longest)
-            longest = (int)(w->start[i + 1] - w->start[i]);
-    hc_context_params cp = hc_context_default_params();
-    cp.n_ctx = longest;
-    /* One forward pass per window keeps the matmuls wide; very long windows
-     * are split so the batch buffers stay small. */
-    cp.n_batch = longest < 256 ? longest : 256;
-    c = hc_context_new(m, &cp);
-    if (!c || hc_context_set_ffn_observer(c, count_observer, p))
+    c = hc_token_windows_context(m, w, count_observer, p);
+    if (!c)
         goto out;
     for (int i = 0; i < w->n; i++) {
         hc_context_reset(c);

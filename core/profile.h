@@ -55,6 +55,12 @@ int hc_token_windows_from_text(const hc_model *m, const char *text, size_t len, 
                                int64_t max_tokens, hc_token_windows *out);
 void hc_token_windows_free(hc_token_windows *w);
 
+/* A context that runs any window of `w` in one go (n_ctx = the longest
+ * window, prompt batches of up to 256 tokens), with `fn` observing every
+ * FFN.  NULL, with hc_last_error() set, on failure. */
+hc_context *hc_token_windows_context(hc_model *m, const hc_token_windows *w, hc_ffn_observer fn,
+                                     void *user);
+
 /* Where to cut `text` so that about `frac` (0..1) of its bytes lie after
  * the cut: the start of a paragraph near len * (1 - frac) (len when there
  * is none).  Lets a tool hold out the tail of a corpus. */

@@ -90,16 +90,9 @@ int hc_ffn_samples_collect(hc_model *m, const hc_token_windows *w, hc_progress_f
                      s->n_layer, s->n_embd, s->n_ff, d.n_layer, d.n_embd, d.n_ff);
         return -1;
     }
-    int longest = 1;
-    for (int i = 0; i < w->n; i++)
-        if (w->start[i + 1] - w->start[i] > longest)
-            longest = (int)(w->start[i + 1] - w->start[i]);
-    hc_context_params cp = hc_context_default_params();
-    cp.n_ctx = longest;
-    cp.n_batch = longest < 256 ? longest : 256;
     collector col = {s, s->n};
-    ctx = hc_context_new(m, &cp);
-    if (!ctx || hc_context_set_ffn_observer(ctx, collect_observer, &col))
+    ctx = hc_token_windows_context(m, w, collect_observer, &col);
+    if (!ctx)
         goto out;
     int64_t want = s->cap - s->n < w->n_tokens ? s->cap - s->n : w->n_tokens, done = 0;
     for (int i = 0; i < w->n && s->n < s->cap; i++) {
