@@ -83,15 +83,6 @@ static void golden_load(golden *g, const char *model)
               g->n_prompt_greedy <= MAX_IDS);
 }
 
-static int argmax(const float *x, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 /* Max |ours - golden| / max |golden| for one step's logits. */
 static double logits_rel_err(const float *ours, json_object *gold, int n)
 {
@@ -137,7 +128,7 @@ static void run_greedy(const char *model_path, const int32_t *prompt, int n_prom
             ck_assert_msg(rel <= logit_bound, "%s: step %d logits rel err %.3g > %.3g",
                           model_path, step, rel, logit_bound);
         }
-        int ours = argmax(logits, d.n_vocab);
+        int ours = hc_test_argmax(logits, d.n_vocab);
         res->ids[step] = ours;
         if (ours != expect[step]) {
             float gap = logits[ours] - logits[expect[step]];
@@ -284,7 +275,7 @@ static void generate_ids(const char *path, int threads, int32_t *ids, int n, flo
     int32_t tok = hc_model_token_bos(m);
     for (int i = 0; i < n; i++) {
         ck_assert_msg(hc_context_eval(c, &tok, 1, logits) == 0, "%s", hc_last_error());
-        tok = ids[i] = argmax(logits, d.n_vocab);
+        tok = ids[i] = hc_test_argmax(logits, d.n_vocab);
     }
     memcpy(last, logits, (size_t)d.n_vocab * sizeof *logits);
     free(logits);

@@ -55,15 +55,6 @@ static hc_model *load(const char *path, const char *device, double budget, int s
     return m;
 }
 
-static int argmax(const float *x, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 /* Greedy from `prompt`; where `expect` is given, a differing id must be a
  * near-tie and the golden id is fed on. */
 static void greedy(hc_model *m, const int32_t *prompt, int n_prompt, const int32_t *expect,
@@ -79,7 +70,7 @@ static void greedy(hc_model *m, const int32_t *prompt, int n_prompt, const int32
     ck_assert(logits != NULL);
     ck_assert_msg(hc_context_eval(c, prompt, n_prompt, logits) == 0, "%s", hc_last_error());
     for (int i = 0; i < n; i++) {
-        int32_t id = argmax(logits, d.n_vocab);
+        int32_t id = hc_test_argmax(logits, d.n_vocab);
         if (expect && id != expect[i]) {
             float gap = logits[id] - logits[expect[i]];
             ck_assert_msg(gap < NEAR_TIE, "step %d: got %d, golden %d, logit gap %g (no tie)", i,

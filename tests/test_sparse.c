@@ -49,15 +49,6 @@ static hc_model *load(const char *path, int sparse)
     return m;
 }
 
-static int argmax(const float *x, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 /* Feed `prompt`, then `n` teacher-forced steps of `follow` (or greedy when
  * follow is NULL); record our argmax at every step. */
 static void decode(hc_model *m, hc_context *c, const int32_t *prompt, int n_prompt,
@@ -69,7 +60,7 @@ static void decode(hc_model *m, hc_context *c, const int32_t *prompt, int n_prom
     ck_assert(logits != NULL);
     ck_assert_msg(hc_context_eval(c, prompt, n_prompt, logits) == 0, "%s", hc_last_error());
     for (int i = 0; i < n; i++) {
-        out[i] = argmax(logits, d.n_vocab);
+        out[i] = hc_test_argmax(logits, d.n_vocab);
         int32_t next = follow ? follow[i] : out[i];
         if (i + 1 < n)
             ck_assert_msg(hc_context_eval(c, &next, 1, logits) == 0, "%s", hc_last_error());

@@ -99,15 +99,6 @@ static hc_model *load(const char *path, int sparse)
     return m;
 }
 
-static int argmax(const float *x, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
 /* Greedy ids from BOS. */
 static void greedy(hc_model *m, int n, int32_t *out, hc_context **keep)
 {
@@ -121,7 +112,7 @@ static void greedy(hc_model *m, int n, int32_t *out, hc_context **keep)
     int32_t tok = hc_model_token_bos(m);
     for (int i = 0; i < n; i++) {
         ck_assert_msg(hc_context_eval(c, &tok, 1, logits) == 0, "%s", hc_last_error());
-        out[i] = tok = argmax(logits, d.n_vocab);
+        out[i] = tok = hc_test_argmax(logits, d.n_vocab);
     }
     free(logits);
     if (keep)

@@ -87,3 +87,12 @@ const char *hc_test_tmpdir(void)
     }
     return tmp_dir;
 }
+
+int hc_test_argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
+}

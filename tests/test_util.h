@@ -17,6 +17,8 @@ json_object *hc_test_load_json(const char *path);
 int hc_test_json_ints(json_object *arr, int32_t *out, int max);
 /* A scratch directory unique to this process (created once). */
 const char *hc_test_tmpdir(void);
+/* Index of the largest of x[0..n) (the first, on ties): greedy decoding. */
+int hc_test_argmax(const float *x, int n);
 /* Number of threads to use when a test wants "more than one": 2. */
 #define HC_TEST_THREADS 2
 

@@ -140,12 +140,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o)
         case 'm': o->model = optarg; break;
         case 'D': o->device = optarg; break;
         case 'S': o->modes = optarg; break;
-        case 'B': {
-            float gib;
-            ok = hc_tool_parse_float(optarg, 0.0f, 1e6f, &gib);
-            o->vram_budget = (double)gib * 1024.0 * 1024.0 * 1024.0;
-            break;
-        }
+        case 'B': ok = hc_tool_parse_gib(optarg, &o->vram_budget); break;
         case 't': ok = hc_tool_parse_int(optarg, 1, 1024, &o->n_threads); break;
         case 'p': ok = hc_tool_parse_int(optarg, 0, 1 << 20, &o->n_prompt); break;
         case 'n': ok = hc_tool_parse_int(optarg, 1, 1 << 20, &o->n_gen); break;

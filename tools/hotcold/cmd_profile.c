@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
@@ -120,50 +119,6 @@ static int parse_args(int argc, char **argv, profile_opts *o)
     return 0;
 }
 
-/* "dir/relu2M.gguf" -> "relu2M.activation.gguf" (or "DIR.activation.gguf"). */
-static void default_output(const char *src, char *buf, size_t size)
-{
-    const char *base = strrchr(src, '/');
-    base = base ? base + 1 : src;
-    size_t n = strlen(base);
-    while (n > 0 && base[n - 1] == '/')
-        n--;
-    if (n == 0) {
-        base = "activation";
-        n = strlen(base);
-    }
-    const char *suffixes[] = {".powerinfer.gguf", ".gguf"};
-    for (size_t i = 0; i < 2; i++) {
-        size_t sl = strlen(suffixes[i]);
-        if (n > sl && !strncmp(base + n - sl, suffixes[i], sl)) {
-            n -= sl;
-            break;
-        }
-    }
-    snprintf(buf, size, "%.*s.activation.gguf", (int)n, base);
-}
-
-typedef struct progress {
-    int quiet, tty;
-    double t0, last;
-} progress;
-
-static void on_progress(void *user, int64_t done, int64_t total)
-{
-    progress *p = user;
-    if (p->quiet)
-        return;
-    double now = hc_tool_now();
-    if (done < total && now - p->last < (p->tty ? 0.25 : 5.0))
-        return;
-    p->last = now;
-    double el = now - p->t0, rate = el > 0 ? (double)done / el : 0.0;
-    double eta = rate > 0 ? (double)(total - done) / rate : 0.0;
-    fprintf(stderr, "%sprofile: %" PRId64 "/%" PRId64 " tokens (%.0f%%), %.0f tok/s, ETA %.0f s%s",
-            p->tty ? "\r\033[K" : "", done, total, 100.0 * (double)done / (double)total, rate, eta,
-            p->tty && done < total ? "" : "\n");
-}
-
 static void print_summary(const hc_activation_profile *prof)
 {
     printf("layer  active/token  top10%% share  top20%% share  never fired\n");
@@ -214,8 +169,9 @@ static int profile_text(const profile_opts *o, hc_activation_profile *prof)
                 "profile: %s: %" PRId64 " tokens in %d windows of <= %d tokens (tokenized in "
                 "%.2f s)\n",
                 o->text, w.n_tokens, w.n, n_ctx, hc_tool_now() - t0);
-    progress pr = {o->quiet, isatty(fileno(stderr)), hc_tool_now(), 0};
-    if (hc_profile_model(m, &w, on_progress, &pr, prof)) {
+    hc_tool_token_progress pr;
+    hc_tool_token_progress_init(&pr, "profile", o->quiet);
+    if (hc_profile_model(m, &w, hc_tool_on_token_progress, &pr, prof)) {
         fprintf(stderr, "\nhotcold profile: %s\n", hc_last_error());
         goto out;
     }
@@ -260,7 +216,8 @@ int hc_cmd_profile(int argc, char **argv)
     if (pr)
         return pr > 0 ? 0 : 2;
     if (!o.out) {
-        default_output(o.pt_dir ? o.pt_dir : o.model, out_buf, sizeof out_buf);
+        hc_tool_output_name(o.pt_dir ? o.pt_dir : o.model, ".activation.gguf", "activation", out_buf,
+                            sizeof out_buf);
         o.out = out_buf;
     }
     int rc = 1;

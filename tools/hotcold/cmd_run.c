@@ -169,12 +169,7 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
             ok = hc_tool_parse_float(optarg, -1e30f, 1e30f, &o->sparse_threshold);
             break;
         case OPT_SPARSE_CHECK: o->sparse_check = 1; break;
-        case OPT_VRAM_BUDGET: {
-            float gib;
-            ok = hc_tool_parse_float(optarg, 0.0f, 1e6f, &gib);
-            o->vram_budget = (double)gib * 1024.0 * 1024.0 * 1024.0;
-            break;
-        }
+        case OPT_VRAM_BUDGET: ok = hc_tool_parse_gib(optarg, &o->vram_budget); break;
         case OPT_PRINT_PLAN: o->print_plan = 1; break;
         case OPT_RESET_GPU_INDEX: o->gpu_index = HC_GPU_INDEX_RESET; break;
         case OPT_DISABLE_GPU_INDEX: o->gpu_index = HC_GPU_INDEX_DISABLE; break;

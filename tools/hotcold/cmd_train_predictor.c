@@ -198,45 +198,6 @@ static int parse_args(int argc, char **argv, tp_opts *o)
     return 0;
 }
 
-static void default_output(const char *model, char *buf, size_t size)
-{
-    const char *base = strrchr(model, '/');
-    base = base ? base + 1 : model;
-    size_t n = strlen(base);
-    const char *suffixes[] = {".powerinfer.gguf", ".gguf"};
-    for (size_t i = 0; i < 2; i++) {
-        size_t sl = strlen(suffixes[i]);
-        if (n > sl && !strncmp(base + n - sl, suffixes[i], sl)) {
-            n -= sl;
-            break;
-        }
-    }
-    snprintf(buf, size, "%.*s.predictor.gguf", (int)n, base);
-}
-
-typedef struct progress {
-    const char *what;
-    int quiet, tty;
-    double t0, last;
-} progress;
-
-static void on_progress(void *user, int64_t done, int64_t total)
-{
-    progress *p = user;
-    if (p->quiet)
-        return;
-    double now = hc_tool_now();
-    if (done < total && now - p->last < (p->tty ? 0.25 : 5.0))
-        return;
-    p->last = now;
-    double el = now - p->t0, rate = el > 0 ? (double)done / el : 0.0;
-    double eta = rate > 0 ? (double)(total - done) / rate : 0.0;
-    fprintf(stderr, "%s%s: %" PRId64 "/%" PRId64 " tokens (%.0f%%), %.0f tok/s, ETA %.0f s%s",
-            p->tty ? "\r\033[K" : "", p->what, done, total,
-            total ? 100.0 * (double)done / (double)total : 100.0, rate, eta,
-            p->tty && done < total ? "" : "\n");
-}
-
 typedef struct train_progress {
     int quiet;
     int n_layer, layers_done;
@@ -274,8 +235,9 @@ static int gather(hc_model *m, const char *what, const char *text, size_t len, i
         fprintf(stderr, "hotcold train-predictor: %s text: %s\n", what, hc_last_error());
         goto out;
     }
-    progress pr = {what, quiet, isatty(fileno(stderr)), hc_tool_now(), 0};
-    if (hc_ffn_samples_collect(m, &w, on_progress, &pr, s)) {
+    hc_tool_token_progress pr;
+    hc_tool_token_progress_init(&pr, what, quiet);
+    if (hc_ffn_samples_collect(m, &w, hc_tool_on_token_progress, &pr, s)) {
         fprintf(stderr, "\nhotcold train-predictor: %s\n", hc_last_error());
         goto out;
     }
@@ -332,7 +294,7 @@ int hc_cmd_train_predictor(int argc, char **argv)
     if (!o.valid && !(o.held_out > 0))
         o.held_out = 0.1;
     if (!o.out) {
-        default_output(o.model, out_buf, sizeof out_buf);
+        hc_tool_output_name(o.model, ".predictor.gguf", "predictor", out_buf, sizeof out_buf);
         o.out = out_buf;
     }
     double t_start = hc_tool_now();

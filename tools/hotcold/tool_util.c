@@ -267,3 +267,60 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m, con
                 st->decode_s * 1e3, st->decode_evals, tps, bytes / (1 << 20), tps * bytes / 1e9);
     }
 }
+
+void hc_tool_output_name(const char *src, const char *suffix, const char *fallback, char *buf,
+                         size_t size)
+{
+    size_t n = strlen(src);
+    while (n > 0 && src[n - 1] == '/')
+        n--; /* "dir/" names dir */
+    const char *base = src;
+    for (size_t i = 0; i < n; i++)
+        if (src[i] == '/')
+            base = src + i + 1;
+    n -= (size_t)(base - src);
+    if (n == 0) {
+        base = fallback;
+        n = strlen(base);
+    }
+    const char *exts[] = {".powerinfer.gguf", ".gguf"};
+    for (size_t i = 0; i < 2; i++) {
+        size_t el = strlen(exts[i]);
+        if (n > el && !strncmp(base + n - el, exts[i], el)) {
+            n -= el;
+            break;
+        }
+    }
+    snprintf(buf, size, "%.*s%s", (int)n, base, suffix);
+}
+
+void hc_tool_token_progress_init(hc_tool_token_progress *p, const char *what, int quiet)
+{
+    *p = (hc_tool_token_progress){what, quiet, isatty(fileno(stderr)), hc_tool_now(), 0};
+}
+
+void hc_tool_on_token_progress(void *user, int64_t done, int64_t total)
+{
+    hc_tool_token_progress *p = user;
+    if (p->quiet)
+        return;
+    double now = hc_tool_now();
+    if (done < total && now - p->last < (p->tty ? 0.25 : 5.0))
+        return;
+    p->last = now;
+    double el = now - p->t0, rate = el > 0 ? (double)done / el : 0.0;
+    double eta = rate > 0 ? (double)(total - done) / rate : 0.0;
+    fprintf(stderr, "%s%s: %" PRId64 "/%" PRId64 " tokens (%.0f%%), %.0f tok/s, ETA %.0f s%s",
+            p->tty ? "\r\033[K" : "", p->what, done, total,
+            total ? 100.0 * (double)done / (double)total : 100.0, rate, eta,
+            p->tty && done < total ? "" : "\n");
+}
+
+int hc_tool_parse_gib(const char *s, double *bytes)
+{
+    float gib;
+    if (!hc_tool_parse_float(s, 0.0f, 1e6f, &gib))
+        return 0;
+    *bytes = (double)gib * 1024.0 * 1024.0 * 1024.0;
+    return 1;
+}

@@ -14,6 +14,8 @@
 int hc_tool_parse_int(const char *s, int lo, int hi, int *out);
 int hc_tool_parse_u64(const char *s, uint64_t *out);
 int hc_tool_parse_float(const char *s, float lo, float hi, float *out);
+/* --vram-budget: GiB (0 .. 1e6) into bytes.  1 = ok. */
+int hc_tool_parse_gib(const char *s, double *bytes);
 /* "-n" or "--temp": how the user spelled option `val` (for messages). */
 struct option;
 const char *hc_tool_option_name(const struct option *longopts, int val);
@@ -35,6 +37,24 @@ typedef struct hc_run_stats {
     double decode_s;
     const char *stop_reason;
 } hc_run_stats;
+/* "dir/relu2M.powerinfer.gguf" -> "relu2M<suffix>" in the current
+ * directory: the default output of a tool that derives a side file from
+ * a model (or a folder: trailing '/' ignored; `fallback` names an empty
+ * stem). */
+void hc_tool_output_name(const char *src, const char *suffix, const char *fallback, char *buf,
+                         size_t size);
+
+/* Progress of a job over tokens on stderr ("what: done/total tokens (%),
+ * tok/s, ETA"): one live line on a terminal, a line every 5 s otherwise. */
+typedef struct hc_tool_token_progress {
+    const char *what;
+    int quiet, tty;
+    double t0, last;
+} hc_tool_token_progress;
+void hc_tool_token_progress_init(hc_tool_token_progress *p, const char *what, int quiet);
+/* An hc_progress_fn (core/profile.h); user is the hc_tool_token_progress. */
+void hc_tool_on_token_progress(void *user, int64_t done, int64_t total);
+
 /* "off", "oracle", "predictor", "auto" -> hc_sparse_mode.  1 = ok. */
 int hc_tool_parse_sparse_mode(const char *s, int *mode);
 const char *hc_tool_sparse_mode_name(int mode);
