@@ -37,7 +37,7 @@ static const struct {
     int op;
 } optional_ops[] = {{"rmsnorm", HC_OP_RMSNORM}, {"rope", HC_OP_ROPE},
                     {"attention", HC_OP_ATTENTION}, {"unary", HC_OP_UNARY},
-                    {"binary", HC_OP_BINARY}, {"glu", HC_OP_GLU}, {"copy", HC_OP_COPY}};
+                    {"binary", HC_OP_BINARY}, {"glu", HC_OP_GLU}};
 
 /* HOTCOLD_DISABLE_OPS: a comma-separated list of optional ops.  The CPU
  * plugin is exempt: it is where the fallbacks run. */
@@ -56,7 +56,8 @@ static uint32_t disabled_ops(const hc_dev *d)
                 known = 1;
             }
         if (!known && len > 0)
-            hc_log(HC_LOG_WARN, "HOTCOLD_DISABLE_OPS: '%.*s' is not an optional op (ignored)",
+            hc_log(HC_LOG_WARN, "HOTCOLD_DISABLE_OPS: '%.*s' is not an optional op the core calls "
+                   "(ignored)",
                    (int)len, p);
         p += len + (p[len] == ',');
     }
