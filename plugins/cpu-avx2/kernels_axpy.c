@@ -22,36 +22,6 @@
  * for scattered rows of 0.5-1 KiB on one and two threads. */
 #define PF_GROUPS 2
 
-/* The rows of a later group, requested while this group computes, spread
- * evenly over the steps of the block loop in the order they will be read
- * (line j of every row, then line j+1): bursts of prefetches stall the
- * loads behind them.  Into L2 (locality 1, which measured best: each
- * weight is read once). */
-typedef struct pf_rows {
-    const uint8_t *p[GROUP]; /* start of this thread's part of each row */
-    int n;
-    int per_step;            /* lines requested per step */
-    uint64_t bytes;          /* bytes of that part */
-} pf_rows;
-
-/* Sets per_step for a block loop of nb steps. */
-static inline void pf_plan(pf_rows *pf, int64_t nb)
-{
-    const int64_t lines = (int64_t)((pf->bytes + 63) / 64) * pf->n;
-    pf->per_step = nb > 0 ? (int)((lines + nb - 1) / nb) : 0;
-}
-
-static inline void pf_step(const pf_rows *pf, int64_t step)
-{
-    for (int u = 0; u < pf->per_step; u++) {
-        const int64_t s = step * pf->per_step + u;
-        const int64_t row = s % pf->n, line = s / pf->n;
-        if ((uint64_t)line * 64 >= pf->bytes)
-            return;
-        __builtin_prefetch(pf->p[row] + line * 64, 0, 1);
-    }
-}
-
 #if defined(HC_CPU_KERNELS_AVX2)
 /* Quantized blocks decode without the shuffle port's pmovsx: vpshufb (two
  * ports on recent cores) moves each weight byte into the TOP byte of a
@@ -121,11 +91,11 @@ HC_ALWAYS_INLINE void decode_block(const hc_type type, const uint8_t *row, int64
  * hs[i] is h already multiplied by h_scale(type). */
 HC_ALWAYS_INLINE void axpy_one(const hc_type type, int g, const uint8_t *const *w,
                                const float *hs, float *y, int64_t b0, int64_t b1,
-                               const pf_rows *pf)
+                               hc_prefetch *pf)
 {
     for (int64_t b = b0; b < b1; b++) {
         float *yb = y + b * 32;
-        pf_step(pf, b - b0);
+        hc_prefetch_step(pf);
         __m256 a[4];
         for (int j = 0; j < 4; j++)
             a[j] = _mm256_loadu_ps(yb + 8 * j);
@@ -146,12 +116,12 @@ HC_ALWAYS_INLINE void axpy_one(const hc_type type, int g, const uint8_t *const *
  * reused for every token (same products, same order as axpy_one). */
 HC_ALWAYS_INLINE void axpy_many(const hc_type type, int g, const uint8_t *const *w,
                                 const hc_cpu_axpy_args *a, const int32_t *rr, int64_t b0,
-                                int64_t b1, const pf_rows *pf)
+                                int64_t b1, hc_prefetch *pf)
 {
     _Alignas(32) float dec[GROUP][32];
     float fac[GROUP];
     for (int64_t b = b0; b < b1; b++) {
-        pf_step(pf, b - b0);
+        hc_prefetch_step(pf);
         for (int i = 0; i < g; i++) {
             __m256 v[4];
             decode_block(type, w[i], b, v, &fac[i]);
@@ -196,12 +166,12 @@ static void axpy_tail(hc_type type, int g, const uint8_t *const *w, const hc_cpu
 #define AXPY_TYPES(X) X(HC_TYPE_F32, f32) X(HC_TYPE_F16, f16) X(HC_TYPE_Q8_0, q8) X(HC_TYPE_Q4_0, q4)
 #define AXPY_FNS(T, name)                                                                          \
     static void axpy_one_##name(int g, const uint8_t *const *w, const float *hs, float *y,         \
-                                int64_t b0, int64_t b1, const pf_rows *pf)                         \
+                                int64_t b0, int64_t b1, hc_prefetch *pf)                         \
     {                                                                                              \
         axpy_one(T, g, w, hs, y, b0, b1, pf);                                                      \
     }                                                                                              \
     static void axpy_many_##name(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a,        \
-                                 const int32_t *rr, int64_t b0, int64_t b1, const pf_rows *pf)     \
+                                 const int32_t *rr, int64_t b0, int64_t b1, hc_prefetch *pf)     \
     {                                                                                              \
         axpy_many(T, g, w, a, rr, b0, b1, pf);                                                     \
     }
@@ -304,7 +274,7 @@ HC_ALWAYS_INLINE void q4_y_out(const float *d, float *y)
 /* G rows (w[i]: their part at this chunk) into nb blocks of yd (decode
  * order); h64[i] = 64 * h of row i.  G is a constant for full groups. */
 HC_ALWAYS_INLINE void q4_group(const int G, const uint8_t *const *w, const float *h64, float *yd,
-                               int nb, const pf_rows *pf)
+                               int nb, hc_prefetch *pf)
 {
     _Alignas(32) float sc[GROUP][Q4_CHUNK];
     _Alignas(32) float corr[Q4_CHUNK];
@@ -322,7 +292,7 @@ HC_ALWAYS_INLINE void q4_group(const int G, const uint8_t *const *w, const float
     for (int k = 0; k < nb; k++) {
         const size_t off = (size_t)k * HC_Q4_0_BLOCK_BYTES;
         float *d = yd + k * 32;
-        pf_step(pf, k);
+        hc_prefetch_step(pf);
         __m256 acc[4];
         for (int j = 0; j < 4; j++)
             acc[j] = _mm256_load_ps(d + 8 * j);
@@ -340,13 +310,13 @@ HC_ALWAYS_INLINE void q4_group(const int G, const uint8_t *const *w, const float
 }
 
 static void q4_group_full(const uint8_t *const *w, const float *h64, float *yd, int nb,
-                          const pf_rows *pf)
+                          hc_prefetch *pf)
 {
     q4_group(GROUP, w, h64, yd, nb, pf);
 }
 
 static void q4_group_part(int g, const uint8_t *const *w, const float *h64, float *yd, int nb,
-                          const pf_rows *pf)
+                          hc_prefetch *pf)
 {
     q4_group(g, w, h64, yd, nb, pf);
 }
@@ -364,7 +334,7 @@ static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t b0, int64_t b1)
             const int g = a->n_idx - kk < GROUP ? (int)(a->n_idx - kk) : GROUP;
             const uint8_t *w[GROUP];
             float h64[GROUP];
-            pf_rows pf = {.n = 0, .bytes = (uint64_t)nb * HC_Q4_0_BLOCK_BYTES};
+            hc_prefetch pf = {.n = 0, .bytes = (uint64_t)nb * HC_Q4_0_BLOCK_BYTES};
             for (int i = 0; i < g; i++) {
                 const int32_t r = a->idx[kk + i];
                 w[i] = a->wt + (size_t)r * a->row_bytes + coff;
@@ -372,7 +342,7 @@ static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t b0, int64_t b1)
             }
             for (int64_t i = kk + PF_GROUPS * GROUP; i < kk + (PF_GROUPS + 1) * GROUP && i < a->n_idx; i++)
                 pf.p[pf.n++] = a->wt + (size_t)a->idx[i] * a->row_bytes + coff;
-            pf_plan(&pf, nb);
+            hc_prefetch_plan(&pf, nb);
             if (g == GROUP)
                 q4_group_full(w, h64, yd, nb, &pf);
             else
@@ -384,7 +354,7 @@ static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t b0, int64_t b1)
 }
 
 static void axpy_group(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a,
-                       const int32_t *rr, int64_t c0, int64_t c1, const pf_rows *pf)
+                       const int32_t *rr, int64_t c0, int64_t c1, hc_prefetch *pf)
 {
     const int64_t b0 = c0 / 32, b1 = c1 / 32; /* c0 is block-aligned */
     if (a->n == 1) {
@@ -441,7 +411,7 @@ static void axpy_token(hc_type type, int g, const uint8_t *const *w, const float
 }
 
 static void axpy_group(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a,
-                       const int32_t *rr, int64_t c0, int64_t c1, const pf_rows *pf)
+                       const int32_t *rr, int64_t c0, int64_t c1, hc_prefetch *pf)
 {
     (void)pf; /* plain C: left to the hardware prefetcher */
     for (int64_t t = 0; t < a->n; t++) {
@@ -487,7 +457,7 @@ void hc_cpu_axpy_task(void *args, int ith, int nth)
         const int g = a->n_idx - k < GROUP ? (int)(a->n_idx - k) : GROUP;
         const uint8_t *w[GROUP];
         int32_t rr[GROUP];
-        pf_rows pf = {.n = 0, .bytes = part};
+        hc_prefetch pf = {.n = 0, .bytes = part};
         for (int i = 0; i < g; i++) {
             rr[i] = a->idx[k + i];
             w[i] = a->wt + (size_t)rr[i] * a->row_bytes;
@@ -498,7 +468,7 @@ void hc_cpu_axpy_task(void *args, int ith, int nth)
         for (int64_t i = k + PF_GROUPS * GROUP;
              prefetch && i < k + (PF_GROUPS + 1) * GROUP && i < a->n_idx; i++)
             pf.p[pf.n++] = a->wt + (size_t)a->idx[i] * a->row_bytes + col_off;
-        pf_plan(&pf, (c1 - c0 + 31) / 32);
+        hc_prefetch_plan(&pf, (c1 - c0 + 31) / 32);
         axpy_group(g, w, a, rr, c0, c1, &pf);
     }
 }

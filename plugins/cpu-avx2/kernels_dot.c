@@ -13,36 +13,18 @@
 /* Tokens handled together: x for this many tokens stays in L1/L2 while a
  * row group is read once. */
 #define TOKEN_BLOCK 32
-/* How far ahead rows are prefetched: at least PF_TILES tiles and at least
- * PF_BYTES of weights, so that short rows (a predictor's fc2 has rows of
- * 144 bytes in Q4_0) are still requested a DRAM latency or more ahead.
- * Into L2 (locality 1): each weight is read once, and it measured best. */
+/* How far ahead rows are prefetched (hc_prefetch): at least PF_TILES tiles
+ * and at least PF_BYTES of weights, so that short rows (a predictor's fc2
+ * has rows of 144 bytes in Q4_0) are still requested a DRAM latency or more
+ * ahead. */
 #define PF_TILES 2
 #define PF_BYTES 4096
 
 typedef struct tile {
     const uint8_t *w[8];  /* R row starts */
     int64_t out[8];       /* R output rows */
-    const uint8_t *pf[8]; /* rows a later tile reads: prefetched meanwhile */
-    int npf;
-    int pf_per_step;      /* lines requested per step of the inner loop */
-    uint64_t row_bytes;
+    hc_prefetch pf;       /* rows a later tile reads: requested meanwhile */
 } tile;
-
-/* Decode reads weights once and DRAM latency is long, so while one tile
- * computes, the rows of a later tile are requested, spread evenly over the
- * steps of the inner loop in the order they will be read (line j of every
- * row, then line j+1): bursts of prefetches stall the loads behind them. */
-HC_ALWAYS_INLINE void tile_prefetch(const tile *tl, int64_t step)
-{
-    for (int u = 0; u < tl->pf_per_step; u++) {
-        const int64_t s = step * tl->pf_per_step + u;
-        const int64_t row = s % tl->npf, line = s / tl->npf;
-        if ((uint64_t)line * 64 >= tl->row_bytes)
-            return;
-        __builtin_prefetch(tl->pf[row] + line * 64, 0, 1);
-    }
-}
 
 /* Steps of the inner loop of a tile that prefetch: pairs of blocks (Q4_0),
  * blocks (Q8_0) or 8 columns (F32/F16). */
@@ -71,7 +53,7 @@ HC_ALWAYS_INLINE float load_w1(hc_type t, const uint8_t *row, int64_t c)
     return t == HC_TYPE_F16 ? hc_f16(row + 2 * c) : ((const float *)row)[c];
 }
 
-HC_ALWAYS_INLINE void tile_float(const hc_type type, const int R, const int T, const tile *tl,
+HC_ALWAYS_INLINE void tile_float(const hc_type type, const int R, const int T, tile *tl,
                                  const hc_cpu_mm_args *a, int64_t t0)
 {
     const int64_t cols = a->cols;
@@ -86,11 +68,11 @@ HC_ALWAYS_INLINE void tile_float(const hc_type type, const int R, const int T, c
             acc[r][t] = _mm256_setzero_ps();
     /* Float rows of 2 KiB and more are not prefetched: keep their loop free
      * of the check (the compiler unswitches on this invariant). */
-    const int pf = tl->pf_per_step > 0;
+    const int pf = tl->pf.per_step > 0;
     for (; c + 8 <= cols; c += 8) {
         __m256 xv[4];
         if (pf)
-            tile_prefetch(tl, c / 8);
+            hc_prefetch_step(&tl->pf);
         for (int t = 0; t < T; t++)
             xv[t] = _mm256_loadu_ps(x[t] + c);
         for (int r = 0; r < R; r++) {
@@ -138,7 +120,7 @@ HC_ALWAYS_INLINE __m256 q4_dot(__m256i lo, __m256i hi, __m256 dw, const hc_xq4_p
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
 }
 
-HC_ALWAYS_INLINE void tile_q4(const int R, const int T, const tile *tl, const hc_cpu_mm_args *a,
+HC_ALWAYS_INLINE void tile_q4(const int R, const int T, tile *tl, const hc_cpu_mm_args *a,
                               int64_t t0)
 {
     const int64_t nb = a->cols / 32, np = nb / 2; /* whole pairs */
@@ -152,7 +134,7 @@ HC_ALWAYS_INLINE void tile_q4(const int R, const int T, const tile *tl, const hc
             acc[r][t] = _mm256_setzero_ps();
     for (int64_t p = 0; p < np; p++) {
         const size_t offA = (size_t)(2 * p) * HC_Q4_0_BLOCK_BYTES;
-        tile_prefetch(tl, p);
+        hc_prefetch_step(&tl->pf);
         for (int r = 0; r < R; r++) {
             __m256i lo, hi;
             __m256 dw = q4_pair(tl->w[r] + offA, tl->w[r] + offA + HC_Q4_0_BLOCK_BYTES, &lo, &hi);
@@ -177,7 +159,7 @@ HC_ALWAYS_INLINE void tile_q4(const int R, const int T, const tile *tl, const hc
 
 /* ---- Q8_0 weights, x quantized to int16 ----------------------------------- */
 
-HC_ALWAYS_INLINE void tile_q8(const int R, const int T, const tile *tl, const hc_cpu_mm_args *a,
+HC_ALWAYS_INLINE void tile_q8(const int R, const int T, tile *tl, const hc_cpu_mm_args *a,
                               int64_t t0)
 {
     const int64_t nb = a->cols / 32;
@@ -194,7 +176,7 @@ HC_ALWAYS_INLINE void tile_q8(const int R, const int T, const tile *tl, const hc
         for (int t = 0; t < T; t++)
             acc[r][t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        tile_prefetch(tl, b);
+        hc_prefetch_step(&tl->pf);
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = tl->w[r] + (size_t)b * HC_Q8_0_BLOCK_BYTES;
             /* Sign-extend to int16 and use madd: no sign tricks needed and
@@ -269,14 +251,14 @@ static float dot_generic(hc_type type, const uint8_t *row, const float *x, int64
 /* Instantiations: (R rows, T tokens) with R*T accumulators. */
 #if defined(HC_CPU_KERNELS_AVX2)
 #define TILE_FNS(name, body)                                                                        \
-    static void name##_4x1(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(4, 1); }     \
-    static void name##_1x1(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 1); }     \
-    static void name##_1x2(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 2); }     \
-    static void name##_1x3(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 3); }     \
-    static void name##_1x4(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 4); }     \
-    static void name##_2x4(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(2, 4); }
+    static void name##_4x1(tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(4, 1); }     \
+    static void name##_1x1(tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 1); }     \
+    static void name##_1x2(tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 2); }     \
+    static void name##_1x3(tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 3); }     \
+    static void name##_1x4(tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(1, 4); }     \
+    static void name##_2x4(tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(2, 4); }
 #define TILE_FN_8X1(name, body)                                                                     \
-    static void name##_8x1(const tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(8, 1); }
+    static void name##_8x1(tile *tl, const hc_cpu_mm_args *a, int64_t t0) { body(8, 1); }
 
 #define BODY_F32(R, T) tile_float(HC_TYPE_F32, R, T, tl, a, t0)
 #define BODY_F16(R, T) tile_float(HC_TYPE_F16, R, T, tl, a, t0)
@@ -289,7 +271,7 @@ TILE_FNS(q8, BODY_Q8)
 TILE_FN_8X1(f32, BODY_F32)
 TILE_FN_8X1(f16, BODY_F16)
 
-typedef void (*tile_fn)(const tile *, const hc_cpu_mm_args *, int64_t);
+typedef void (*tile_fn)(tile *, const hc_cpu_mm_args *, int64_t);
 /* [type][shape]: 0 = 4x1, 1..4 = 1xT, 5 = 2x4, 6 = 8x1 (F32/F16 only: the
  * integer kernels need more registers per row) */
 static tile_fn pick(hc_type t, int shape)
@@ -326,7 +308,6 @@ void hc_cpu_mm_task(void *args, int ith, int nth)
     const int wide = a->type == HC_TYPE_F32 || a->type == HC_TYPE_F16 ? 8 : 4;
     int64_t ahead = ((int64_t)PF_BYTES + (int64_t)a->row_bytes - 1) / (int64_t)a->row_bytes;
     ahead = ahead > PF_TILES * wide ? ahead : PF_TILES * wide;
-    const int64_t lines = (int64_t)(a->row_bytes + 63) / 64;
     const int64_t steps = tile_steps(a) > 0 ? tile_steps(a) : 1;
     for (int64_t tb = 0; tb < a->n; tb += TOKEN_BLOCK) {
         const int64_t te = a->n - tb < TOKEN_BLOCK ? a->n : tb + TOKEN_BLOCK;
@@ -348,11 +329,11 @@ void hc_cpu_mm_task(void *args, int ith, int nth)
                 tl.out[r] = row_at(a, k + r);
                 tl.w[r] = a->w + (size_t)tl.out[r] * a->row_bytes;
             }
-            tl.row_bytes = a->row_bytes;
-            tl.npf = 0;
+            tl.pf.n = 0;
+            tl.pf.bytes = a->row_bytes;
             for (int64_t j = k + ahead; prefetch && j < k + ahead + R && j < k1; j++)
-                tl.pf[tl.npf++] = a->w + (size_t)row_at(a, j) * a->row_bytes;
-            tl.pf_per_step = (int)((tl.npf * lines + steps - 1) / steps);
+                tl.pf.p[tl.pf.n++] = a->w + (size_t)row_at(a, j) * a->row_bytes;
+            hc_prefetch_plan(&tl.pf, steps);
             for (int64_t t = tb; t < te;) {
                 const int64_t left = te - t;
                 if (R >= 4) {
@@ -365,14 +346,15 @@ void hc_cpu_mm_task(void *args, int ith, int nth)
                     /* Rows of a 2-row tile finish their last tokens alone. */
                     const int T = left < 4 ? (int)left : 4;
                     for (int r = 0; r < R; r++) {
-                        const int has = r < tl.npf;
-                        tile one = {{tl.w[r]}, {tl.out[r]}, {has ? tl.pf[r] : NULL}, has,
-                                    has ? (int)((lines + steps - 1) / steps) : 0, tl.row_bytes};
+                        tile one = {{tl.w[r]}, {tl.out[r]}, {.n = 0, .bytes = a->row_bytes}};
+                        if (r < tl.pf.n)
+                            one.pf.p[one.pf.n++] = tl.pf.p[r];
+                        hc_prefetch_plan(&one.pf, steps);
                         pick(a->type, T)(&one, a, t);
                     }
                     t += T;
                 }
-                tl.npf = tl.pf_per_step = 0; /* requested once: later tokens reuse the rows */
+                tl.pf.per_step = 0; /* requested once: later tokens reuse the rows */
             }
             k += R;
         }
