@@ -25,6 +25,7 @@
  *    its (empty) data section.
  */
 #include "gguf.h"
+#include "hugemem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -622,11 +623,43 @@ hc_gguf *hc_gguf_open_memory(const void *buf, size_t len, char *err, size_t errl
     return open_buffer(buf ? buf : empty, buf ? len : 0, "<memory>", err, errlen);
 }
 
-hc_gguf *hc_gguf_open(const char *path, char *err, size_t errlen)
+/* The whole file into huge-page memory (hugemem.h), in chunks so a signal
+ * or a short read resumes where it stopped. */
+static void *read_whole(parser *ps, int fd, uint64_t size, uint64_t *len)
+{
+    uint8_t *mem = hc_huge_alloc(size, len);
+    if (!mem) {
+        fail(ps, "cannot allocate %" PRIu64 " bytes to read the file into: %s", size,
+             strerror(errno));
+        return NULL;
+    }
+    uint64_t done = 0;
+    while (done < size) {
+        const uint64_t chunk = size - done < (64u << 20) ? size - done : (64u << 20);
+        ssize_t r = pread(fd, mem + done, (size_t)chunk, (off_t)done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r < 0)
+                fail(ps, "read failed at byte %" PRIu64 ": %s", done, strerror(errno));
+            else
+                fail(ps, "file ended at byte %" PRIu64 " of %" PRIu64 " while reading it", done,
+                     size);
+            hc_huge_free(mem, *len);
+            *len = 0;
+            return NULL;
+        }
+        done += (uint64_t)r;
+    }
+    return mem;
+}
+
+static hc_gguf *open_file(const char *path, int resident, char *err, size_t errlen)
 {
     parser ps = {.file = path, .err = err, .errlen = errlen};
     hc_gguf *g = NULL;
     void *map = MAP_FAILED;
+    uint64_t mem_len = 0;
     struct stat st;
     uint64_t size = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -651,30 +684,54 @@ hc_gguf *hc_gguf_open(const char *path, char *err, size_t errlen)
         fail(&ps, "file of %" PRIu64 " bytes is too large to map", size);
         goto out;
     }
-    map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-        fail(&ps, "cannot map %" PRIu64 " bytes: %s", size, strerror(errno));
-        goto out;
+    if (resident) {
+        void *mem = read_whole(&ps, fd, size, &mem_len);
+        if (!mem)
+            goto out;
+        map = mem;
+    } else {
+        map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            fail(&ps, "cannot map %" PRIu64 " bytes: %s", size, strerror(errno));
+            goto out;
+        }
     }
     g = open_buffer(map, size, path, err, errlen);
     if (g) {
-        g->mapped = 1;
+        g->mapped = resident ? 2 : 1;
+        g->map_len = resident ? mem_len : size;
         map = MAP_FAILED; /* owned by g now */
     }
 out:
-    if (map != MAP_FAILED)
-        munmap(map, (size_t)size);
+    if (map != MAP_FAILED) {
+        if (resident)
+            hc_huge_free(map, mem_len);
+        else
+            munmap(map, (size_t)size);
+    }
     if (fd >= 0)
         close(fd);
     return g;
+}
+
+hc_gguf *hc_gguf_open(const char *path, char *err, size_t errlen)
+{
+    return open_file(path, 0, err, errlen);
+}
+
+hc_gguf *hc_gguf_open_resident(const char *path, char *err, size_t errlen)
+{
+    return open_file(path, 1, err, errlen);
 }
 
 void hc_gguf_close(hc_gguf *g)
 {
     if (!g)
         return;
-    if (g->mapped)
-        munmap((void *)g->base, (size_t)g->file_size);
+    if (g->mapped == 1)
+        munmap((void *)g->base, (size_t)g->map_len);
+    else if (g->mapped == 2)
+        hc_huge_free((void *)g->base, g->map_len);
     free_parts(g);
     free((gguf_impl *)g);
 }

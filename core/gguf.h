@@ -71,12 +71,17 @@ typedef struct hc_gguf {
     uint64_t data_offset; /* file offset of the data section */
     const uint8_t *base;  /* whole file */
     uint64_t file_size;
-    int mapped;           /* base was mmap()ed (else: borrowed memory) */
+    int mapped;           /* 1: base is the file mmap()ed; 2: the file read into huge-page
+                             memory we own; 0: borrowed memory */
+    uint64_t map_len;     /* bytes to unmap (mapped != 0) */
 } hc_gguf;
 
 /* Open and validate.  On failure returns NULL and, if err != NULL, writes a
  * one-line message naming the file and field (never longer than errlen). */
 hc_gguf *hc_gguf_open(const char *path, char *err, size_t errlen);
+/* The same, but the file is read into anonymous huge-page memory instead of
+ * mapped (hugemem.h): for weights the CPU streams every token. */
+hc_gguf *hc_gguf_open_resident(const char *path, char *err, size_t errlen);
 /* Parse a buffer the caller keeps alive (fuzzing, tests). */
 hc_gguf *hc_gguf_open_memory(const void *buf, size_t len, char *err, size_t errlen);
 void hc_gguf_close(hc_gguf *g);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "hotcold/hotcold.h"
+#include "clock.h"
 #include "log.h"
 
 typedef struct slice {
@@ -74,13 +75,6 @@ static void *read_slice(void *arg)
     return NULL;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps)
 {
     double best = -1.0;
@@ -104,7 +98,7 @@ double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps)
     memset(mem, 1, n * sizeof *mem);
     for (int r = 0; r < reps; r++) {
         size_t per = n / (size_t)n_threads / 8 * 8; /* whole 64-byte lines */
-        double t0 = now_s();
+        double t0 = hc_time_s();
         int started = 0;
         for (int t = 0; t < n_threads; t++) {
             sl[t].p = mem + (size_t)t * per;
@@ -118,7 +112,7 @@ double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps)
         read_slice(&sl[0]);
         for (int t = 1; t <= started; t++)
             pthread_join(th[t], NULL);
-        double dt = now_s() - t0;
+        double dt = hc_time_s() - t0;
         if (started != n_threads - 1) {
             hc_set_error("bandwidth probe: cannot start %d threads", n_threads);
             best = -1.0;

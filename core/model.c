@@ -5,12 +5,15 @@
  * host memory (the CPU plugin), uploaded otherwise.
  */
 #include "model.h"
+#include "clock.h"
+#include "hugemem.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "ref/ref.h"
@@ -440,9 +443,42 @@ static int place_weights(hc_model *m)
     return for_each_weight(m, upload_weight);
 }
 
+/* Maps the file, or reads it into huge-page memory (hc_weights_mode). */
+static hc_gguf *open_weights(const char *path, const hc_model_params *p, char *err, size_t errlen)
+{
+    int resident = p->weights == HC_WEIGHTS_READ;
+    const char *why = resident ? "asked for" : "asked to map";
+    struct stat st;
+    if (p->weights == HC_WEIGHTS_AUTO) {
+        const uint64_t avail = hc_mem_available();
+        if (strcmp(p->device, "cpu") != 0)
+            why = "a GPU takes a share";
+        else if (!hc_huge_pages_enabled())
+            why = "no transparent huge pages";
+        else if (stat(path, &st) != 0 || avail == 0 || (uint64_t)st.st_size > avail / 2)
+            why = "the file needs more than half the available memory";
+        else
+            resident = 1, why = "CPU only";
+    }
+    const double t0 = hc_time_s();
+    hc_gguf *g = resident ? hc_gguf_open_resident(path, err, errlen) : hc_gguf_open(path, err, errlen);
+    if (g && resident)
+        HC_INFO("%s: weights read into %.0f MiB of huge-page memory in %.2f s (%s; --mmap maps "
+                "the file instead)", path, (double)g->file_size / 1048576.0, hc_time_s() - t0, why);
+    else if (g)
+        HC_INFO("%s: weights mapped from the file (%s)", path, why);
+    return g;
+}
+
+int hc_model_weights_mode(const hc_model *m)
+{
+    return m && m->gguf && m->gguf->mapped == 2 ? HC_WEIGHTS_READ : HC_WEIGHTS_MMAP;
+}
+
 hc_model_params hc_model_default_params(void)
 {
-    hc_model_params p = {sizeof p, "cpu", HC_SPARSE_AUTO, NAN, -1.0, HC_GPU_INDEX_USE, NULL, 0};
+    hc_model_params p = {sizeof p,         "cpu", HC_SPARSE_AUTO, NAN, -1.0, HC_GPU_INDEX_USE,
+                         NULL,             0,     HC_WEIGHTS_AUTO};
     return p;
 }
 
@@ -468,7 +504,7 @@ hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *p
     }
     m->engine = e;
     snprintf(m->path, sizeof m->path, "%s", path);
-    m->gguf = hc_gguf_open(path, err, sizeof err);
+    m->gguf = open_weights(path, &p, err, sizeof err);
     if (!m->gguf) {
         hc_set_error("%s", err);
         goto fail;

@@ -9,6 +9,7 @@
  * partial sums, again one fixed order.
  */
 #include "train_predictor.h"
+#include "clock.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -83,13 +84,6 @@ HOT float dot(const float *restrict a, const float *restrict b, int n)
 HOT int bit(const uint64_t *bits, int r)
 {
     return (int)((bits[r >> 6] >> (r & 63)) & 1u);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- predictor objects ---------------------------------------------------- */
@@ -477,10 +471,10 @@ static int train_one_layer(train_job *j, int il)
     int rank = prm->rank > 0 ? prm->rank : prm->min_rank;
     for (;;) {
         hc_predictor_layer cand = {0};
-        double t0 = now_s();
+        double t0 = hc_time_s();
         if (fit_layer(s, il, rank, n_fit, prm, pos_weight, &cand))
             goto fail;
-        hc_train_event ev = {.layer = il, .rank = rank, .seconds = now_s() - t0};
+        hc_train_event ev = {.layer = il, .rank = rank, .seconds = hc_time_s() - t0};
         if (n_sel > 0) {
             uint64_t tp, pred, truth;
             hc_predictor_layer_counts(&cand, s->n_embd, s->n_ff, prm->threshold, s, il, n_fit,

@@ -361,6 +361,36 @@ static hc_gguf *open_path(const char *path)
     return g;
 }
 
+/* The resident copy holds the file's bytes, 2 MiB aligned, with the same
+ * parse. */
+START_TEST(test_resident_equals_mapped)
+{
+    char err[512] = "";
+    const char *path = hc_test_path(HC_MODELS_DIR, "relu2M.gguf");
+    hc_gguf *m = open_path(path);
+    hc_gguf *r = hc_gguf_open_resident(path, err, sizeof err);
+    ck_assert_msg(r != NULL, "%s", err);
+    ck_assert_int_eq(m->mapped, 1);
+    ck_assert_int_eq(r->mapped, 2);
+    ck_assert_uint_eq((uintptr_t)r->base % (2u << 20), 0);
+    ck_assert_uint_ge(r->map_len, r->file_size);
+    ck_assert_uint_eq(r->file_size, m->file_size);
+    ck_assert_int_eq(memcmp(r->base, m->base, (size_t)m->file_size), 0);
+    ck_assert_uint_eq(r->n_kv, m->n_kv);
+    ck_assert_uint_eq(r->n_tensors, m->n_tensors);
+    for (uint64_t i = 0; i < m->n_tensors; i++) {
+        ck_assert_str_eq(r->tensors[i].name, m->tensors[i].name);
+        ck_assert_uint_eq(r->tensors[i].offset, m->tensors[i].offset);
+        ck_assert_int_eq((const uint8_t *)r->tensors[i].data - r->base,
+                         (const uint8_t *)m->tensors[i].data - m->base);
+    }
+    hc_gguf_close(r);
+    hc_gguf_close(m);
+    ck_assert_ptr_null(hc_gguf_open_resident("/nonexistent/x.gguf", err, sizeof err));
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.gguf: cannot open"));
+}
+END_TEST
+
 START_TEST(test_stories260k)
 {
     hc_gguf *g = open_path(hc_test_path(HC_MODELS_DIR, "stories260K.gguf"));
@@ -603,6 +633,10 @@ START_TEST(test_fault_from_file)
     ck_assert_ptr_null(hc_gguf_open(path, err, sizeof err));
     ck_assert_msg(strncmp(err, path, strlen(path)) == 0, "%s", err);
     ck_assert_ptr_nonnull(strstr(err, "tensor 'b.weight' (#1): data ["));
+    /* Read into memory instead of mapped: the same verdict, word for word. */
+    char err2[512] = "";
+    ck_assert_ptr_null(hc_gguf_open_resident(path, err2, sizeof err2));
+    ck_assert_str_eq(err2, err);
     /* err may be NULL; the message still lands in hc_last_error(). */
     ck_assert_ptr_null(hc_gguf_open(path, NULL, 0));
     ck_assert_str_eq(hc_last_error(), err);
@@ -1053,6 +1087,7 @@ static Suite *gguf_suite(void)
     TCase *tc = tcase_create("reader");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_stories260k);
+    tcase_add_test(tc, test_resident_equals_mapped);
     tcase_add_test(tc, test_relu2m_reglu1m);
     tcase_add_test(tc, test_vocab_only);
     tcase_add_test(tc, test_type_table);

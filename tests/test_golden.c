@@ -261,12 +261,18 @@ START_TEST(relu2M_f16)
 }
 END_TEST
 
-/* Same ids (and bit-identical logits) for 1 and 2 threads. */
-static void generate_ids(const char *path, int threads, int32_t *ids, int n, float *last)
+/* Greedy ids from BOS and the last logits, with `threads` threads and the
+ * weights loaded as `weights` (hc_weights_mode). */
+static void generate_ids(const char *path, int threads, int weights, int32_t *ids, int n,
+                         float *last)
 {
     ck_assert_int_eq(hc_engine_set_threads(engine, threads), 0);
-    hc_model *m = hc_model_load(engine, path, NULL);
+    hc_model_params mp = hc_model_default_params();
+    mp.weights = weights;
+    hc_model *m = hc_model_load(engine, path, &mp);
     ck_assert_msg(m != NULL, "%s", hc_last_error());
+    if (weights != HC_WEIGHTS_AUTO)
+        ck_assert_int_eq(hc_model_weights_mode(m), weights);
     hc_context *c = hc_context_new(m, NULL);
     ck_assert(c != NULL);
     hc_model_desc d;
@@ -291,12 +297,31 @@ START_TEST(threads_agree)
         /* Both large enough for either vocabulary; zeroed so the tail
          * beyond a smaller vocabulary compares equal. */
         float la[4096] = {0}, lb[4096] = {0};
-        generate_ids(model_path(models[k]), 1, a, 100, la);
-        generate_ids(model_path(models[k]), 2, b, 100, lb);
+        generate_ids(model_path(models[k]), 1, HC_WEIGHTS_AUTO, a, 100, la);
+        generate_ids(model_path(models[k]), 2, HC_WEIGHTS_AUTO, b, 100, lb);
         for (int i = 0; i < 100; i++)
             ck_assert_msg(a[i] == b[i], "%s: -t 1 and -t 2 differ at step %d", models[k], i);
         ck_assert_msg(memcmp(la, lb, sizeof la) == 0,
                       "%s: logits not bit-identical across thread counts", models[k]);
+    }
+}
+END_TEST
+
+/* The file mapped and the file read into huge-page memory are the same
+ * bytes: the same ids and bit-identical logits. */
+START_TEST(weights_modes_agree)
+{
+    static const char *const models[] = {"stories260K", "relu2M"};
+    for (int k = 0; k < 2; k++) {
+        int32_t a[64], b[64];
+        float la[4096] = {0}, lb[4096] = {0};
+        generate_ids(model_path(models[k]), 2, HC_WEIGHTS_MMAP, a, 64, la);
+        generate_ids(model_path(models[k]), 2, HC_WEIGHTS_READ, b, 64, lb);
+        for (int i = 0; i < 64; i++)
+            ck_assert_msg(a[i] == b[i], "%s: mapped and read weights differ at step %d",
+                          models[k], i);
+        ck_assert_msg(memcmp(la, lb, sizeof la) == 0,
+                      "%s: logits not bit-identical between mapped and read weights", models[k]);
     }
 }
 END_TEST
@@ -358,6 +383,7 @@ static Suite *golden_suite(void)
     tcase_add_test(tc, stories260K_f16);
     tcase_add_test(tc, relu2M_f16);
     tcase_add_test(tc, threads_agree);
+    tcase_add_test(tc, weights_modes_agree);
     tcase_add_test(tc, batch_equals_sequential);
     tcase_add_test(tc, context_overflow_is_an_error);
     suite_add_tcase(s, tc);

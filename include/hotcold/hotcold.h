@@ -92,6 +92,17 @@ typedef enum hc_gpu_index_mode {
     HC_GPU_INDEX_DISABLE = 2  /* neither read nor write it (--disable-gpu-index) */
 } hc_gpu_index_mode;
 
+/* Where the weights live in host memory. */
+typedef enum hc_weights_mode {
+    HC_WEIGHTS_AUTO = 0, /* READ when the CPU computes everything, the kernel has transparent
+                            huge pages and the file needs at most half the available memory;
+                            else MMAP */
+    HC_WEIGHTS_MMAP = 1, /* map the file: no copy, pages shared through the page cache */
+    HC_WEIGHTS_READ = 2  /* read the file into memory backed by 2 MiB pages: decode streams
+                            every weight per token, and 4 KiB pages cost it a TLB miss per
+                            4 KiB (--no-mmap) */
+} hc_weights_mode;
+
 typedef struct hc_model_params {
     size_t size;
     /* "cpu" (default): everything on the CPU.  "vulkan", "vulkan:1", ...:
@@ -107,6 +118,7 @@ typedef struct hc_model_params {
     int gpu_index;          /* hc_gpu_index_mode */
     const char *gpu_index_path; /* NULL: <model>.generated.gpuidx */
     int n_ctx;              /* context the KV cache is planned for; 0: training context */
+    int weights;            /* hc_weights_mode */
 } hc_model_params;
 
 hc_model_params hc_model_default_params(void);
@@ -128,6 +140,8 @@ typedef struct hc_model_desc {
     float sparse_threshold;
 } hc_model_desc;
 void hc_model_describe(const hc_model *m, hc_model_desc *out);
+/* HC_WEIGHTS_MMAP or HC_WEIGHTS_READ: how this model's weights were loaded. */
+int hc_model_weights_mode(const hc_model *m);
 
 /* ---- tokenizer (from the model's tokenizer.ggml.* keys) ------------------ */
 int hc_model_token_bos(const hc_model *m);

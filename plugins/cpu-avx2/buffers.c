@@ -7,10 +7,14 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cpu_plugin.h"
 
 typedef unsigned long long ull;
+
+#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_MIN ((size_t)4 << 20)
 
 static hc_status device_ctx(hc_device *dev, const char *op, hc_plugin_ctx **ctx)
 {
@@ -46,10 +50,19 @@ hc_status hc_cpu_buffer_alloc(hc_device *dev, uint64_t size, hc_buffer **out)
     if (bytes == 0)
         bytes = 64;
     b = calloc(1, sizeof *b);
-    if (!b || posix_memalign(&mem, 64, bytes) != 0) {
+    /* Big buffers (KV cache, converted weights) start on a 2 MiB boundary and
+     * ask for transparent huge pages: decode streams through them every
+     * token, and with 4 KiB pages that is a TLB miss per 4 KiB (core/hugemem.h
+     * has the measurements).  Only the start moves; the size is unchanged. */
+    const size_t align = bytes >= HUGE_MIN ? HUGE_PAGE : 64;
+    if (!b || posix_memalign(&mem, align, bytes) != 0) {
         st = hc_cpu_fail(ctx, HC_E_NOMEM, "buffer_alloc: cannot allocate %llu bytes", (ull)size);
         goto out;
     }
+#ifdef MADV_HUGEPAGE
+    if (align == HUGE_PAGE)
+        (void)madvise(mem, bytes, MADV_HUGEPAGE); /* a hint: fails harmlessly without THP */
+#endif
     *b = (hc_buffer){HC_CPU_MAGIC_BUFFER, 1, ctx, mem, size};
     *out = b;
     b = NULL;

@@ -35,6 +35,7 @@ typedef struct run_opts {
     double vram_budget;  /* bytes; < 0: the device's free memory - 256 MiB */
     int gpu_index;       /* hc_gpu_index_mode */
     int print_plan;
+    int weights;         /* hc_weights_mode */
     hc_sampler_params sp;
 } run_opts;
 
@@ -80,6 +81,7 @@ static void usage(FILE *f)
             "      --sparse-check      also compute the dense FFN to report the predictor's\n"
             "                          recall and precision (slower)\n"
             "      --ignore-eos        keep generating past the end-of-sequence token\n"
+            HC_TOOL_WEIGHTS_HELP
             "  -v, --verbose           log plugin discovery and loading\n"
             "  -h, --help              this text\n",
             HC_DEFAULT_MODEL_NAME);
@@ -100,7 +102,9 @@ enum {
     OPT_VRAM_BUDGET,
     OPT_PRINT_PLAN,
     OPT_RESET_GPU_INDEX,
-    OPT_DISABLE_GPU_INDEX
+    OPT_DISABLE_GPU_INDEX,
+    OPT_MMAP,
+    OPT_NO_MMAP
 };
 
 static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
@@ -129,6 +133,8 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
         {"print-plan", no_argument, 0, OPT_PRINT_PLAN},
         {"reset-gpu-index", no_argument, 0, OPT_RESET_GPU_INDEX},
         {"disable-gpu-index", no_argument, 0, OPT_DISABLE_GPU_INDEX},
+        {"mmap", no_argument, 0, OPT_MMAP},
+        {"no-mmap", no_argument, 0, OPT_NO_MMAP},
         {"verbose", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -173,6 +179,8 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
         case OPT_PRINT_PLAN: o->print_plan = 1; break;
         case OPT_RESET_GPU_INDEX: o->gpu_index = HC_GPU_INDEX_RESET; break;
         case OPT_DISABLE_GPU_INDEX: o->gpu_index = HC_GPU_INDEX_DISABLE; break;
+        case OPT_MMAP: o->weights = HC_WEIGHTS_MMAP; break;
+        case OPT_NO_MMAP: o->weights = HC_WEIGHTS_READ; break;
         case 'v': o->verbose = 1; break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return -1;
@@ -330,6 +338,7 @@ int hc_cmd_run(int argc, char **argv)
     mp.vram_budget = o.vram_budget;
     mp.gpu_index = o.gpu_index;
     mp.n_ctx = o.n_ctx;
+    mp.weights = o.weights;
     m = hc_model_load(e, o.model, &mp);
     if (!m) {
         fprintf(stderr, "hotcold run: %s\n", hc_last_error());
