@@ -237,11 +237,12 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m, con
     for (int i = 0; i < hc_engine_device_count(e); i++)
         if (hc_engine_device_report(e, i, &dr) == 0 && dr.info.kind == HC_DEVICE_CPU)
             threads = dr.info.n_threads;
-    fprintf(f, "\n--- %s (%s%s, %d layers, %s weights %.1f MiB) | %d threads | seed %" PRIu64
+    fprintf(f, "\n--- %s (%s%s, %d layers, %s weights %.1f MiB, %s) | %d threads | seed %" PRIu64
                " | stop: %s\n",
             d.name, d.arch, d.is_pwri ? ", PowerInfer" : "", d.n_layer,
-            hc_type_name((hc_type)d.weight_type), (double)d.weight_bytes / (1 << 20), threads,
-            sp->seed, st->stop_reason ? st->stop_reason : "error");
+            hc_type_name((hc_type)d.weight_type), (double)d.weight_bytes / (1 << 20),
+            hc_model_weights_mode(m) == HC_WEIGHTS_READ ? "read into 2 MiB pages" : "mapped",
+            threads, sp->seed, st->stop_reason ? st->stop_reason : "error");
     print_sparse_stats(f, m, c);
     hc_context_run_stats rs;
     hc_context_run_stats_get(c, &rs);
