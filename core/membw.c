@@ -12,6 +12,7 @@
 
 #include "hotcold/hotcold.h"
 #include "clock.h"
+#include "hugemem.h"
 #include "log.h"
 
 typedef struct slice {
@@ -87,10 +88,13 @@ double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps)
     if (reps < 1)
         reps = 1;
     size_t n = (size_t)(bytes / sizeof(uint64_t));
-    uint64_t *mem = NULL;
+    uint64_t *mem = NULL, mem_len = 0;
     slice *sl = calloc((size_t)n_threads, sizeof *sl);
     pthread_t *th = calloc((size_t)n_threads, sizeof *th);
-    if (!sl || !th || posix_memalign((void **)&mem, 64, n * sizeof *mem)) {
+    /* The same kind of memory the weights get (hugemem.h): 2 MiB pages where
+     * the kernel has them, so the floor is not lowered by TLB misses the
+     * decode itself does not pay. */
+    if (!sl || !th || !(mem = hc_huge_alloc(n * sizeof *mem, &mem_len))) {
         hc_set_error("bandwidth probe: cannot allocate %llu bytes", (unsigned long long)bytes);
         goto out;
     }
@@ -126,7 +130,7 @@ double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps)
     if (sl[0].sum == 42)
         HC_DEBUG("bandwidth probe checksum hit 42");
 out:
-    free(mem);
+    hc_huge_free(mem, mem_len);
     free(sl);
     free(th);
     return best;
