@@ -770,6 +770,74 @@ static void expect(plug *p, hc_status got, hc_status want, const char *needle, c
                   msg, needle);
 }
 
+/* Q4_0 products of the avx2 plugin with AVX-VNNI forced off
+ * (HOTCOLD_CPU_VNNI=0) and on; y for every shape the tiles take (one token,
+ * several tokens, a row list), into out (3 x rows x n floats). */
+static int q4_products(int vnni, const uint8_t *w, const float *x, const int32_t *idx, int64_t rows,
+                       int64_t cols, int64_t n, int64_t n_idx, float *out)
+{
+    plug p;
+    if (vnni)
+        unsetenv("HOTCOLD_CPU_VNNI");
+    else
+        setenv("HOTCOLD_CPU_VNNI", "0", 1);
+    if (!plug_open(&p, 0, 2)) {
+        unsetenv("HOTCOLD_CPU_VNNI");
+        return -1;
+    }
+    unsetenv("HOTCOLD_CPU_VNNI");
+    const int has = strstr(p.log, "AVX-VNNI") != NULL;
+    ck_assert_msg(vnni || !has, "HOTCOLD_CPU_VNNI=0 still used AVX-VNNI: %s", p.log);
+    hc_buffer *wb = buf_from(&p, w, rows * hc_type_row_size(HC_TYPE_Q4_0, cols));
+    hc_buffer *xb = buf_from(&p, x, cols * n * 4), *ib = buf_from(&p, idx, n_idx * 4);
+    hc_buffer *yb = buf_from(&p, NULL, rows * n * 4);
+    const int64_t ns[3] = {1, n, 1};
+    for (int k = 0; k < 3; k++) {
+        memset(p.ops->buffer_host_ptr(yb), 0, (size_t)(rows * n * 4));
+        mm_case c = {HC_TYPE_Q4_0, rows, cols, ns[k], k == 2 ? n_idx : 0, wb, xb, ib, yb};
+        if (k == 2)
+            run_matvec_rows(&p, &c);
+        else
+            run_matmul(&p, &c);
+        memcpy(out + k * rows * n, p.ops->buffer_host_ptr(yb), (size_t)(rows * n * 4));
+    }
+    hc_buffer *bufs[] = {wb, xb, ib, yb};
+    for (size_t i = 0; i < 4; i++)
+        p.ops->buffer_free(bufs[i]);
+    plug_close(&p);
+    return has;
+}
+
+/* AVX-VNNI's vpdpbusd and AVX2's maddubs/madd form the same exact int32
+ * sums, so the two builds of the dot kernels must agree bit for bit. */
+START_TEST(test_vnni_matches_avx2)
+{
+    const int64_t rows = 300, cols = 2048, n = 5, n_idx = 77;
+    uint8_t *w = rand_weights(HC_TYPE_Q4_0, rows, cols);
+    float *x = rand_floats(cols * n, 1.0f);
+    int32_t *idx = rand_rows(rows, n_idx);
+    float *a = malloc((size_t)(3 * rows * n * 4)), *b = malloc((size_t)(3 * rows * n * 4));
+    ck_assert(a && b);
+    const int plain = q4_products(0, w, x, idx, rows, cols, n, n_idx, a);
+    const int vnni = plain < 0 ? -1 : q4_products(1, w, x, idx, rows, cols, n, n_idx, b);
+    if (plain < 0)
+        printf("cpu-avx2: cannot run here, AVX-VNNI comparison skipped\n");
+    else if (vnni == 0)
+        printf("cpu-avx2: no AVX-VNNI on this CPU or compiler: comparison skipped\n");
+    else {
+        ck_assert_msg(memcmp(a, b, (size_t)(3 * rows * n * 4)) == 0,
+                      "Q4_0 products differ between AVX-VNNI and AVX2");
+        printf("cpu-avx2: AVX-VNNI and AVX2 Q4_0 products bit-identical (matmul n=1, n=%lld, "
+               "matvec_rows)\n", (long long)n);
+    }
+    free(w);
+    free(x);
+    free(idx);
+    free(a);
+    free(b);
+}
+END_TEST
+
 START_TEST(test_argument_checks)
 {
     plug p;
@@ -893,6 +961,7 @@ static Suite *cpu_plugin_suite(void)
     tcase_add_loop_test(tc, test_reference_spot_checks, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_decode_shapes, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_argument_checks, 0, N_VARIANTS);
+    tcase_add_test(tc, test_vnni_matches_avx2);
     suite_add_tcase(s, tc);
     return s;
 }

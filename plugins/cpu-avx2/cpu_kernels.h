@@ -64,6 +64,10 @@ typedef struct hc_cpu_mm_args {
 } hc_cpu_mm_args;
 /* y[t][r] = W[r] . x[t] for the rows (split over rows). */
 void hc_cpu_mm_task(void *args, int ith, int nth);
+/* The same with AVX-VNNI's vpdpbusd for the 8-bit products (Q4_0): built
+ * when the compiler has -mavxvnni (HC_CPU_HAVE_VNNI), used when the CPU has
+ * it; bit-identical results (the integer sums are exact either way). */
+void hc_cpu_mm_task_vnni(void *args, int ith, int nth);
 
 typedef struct hc_cpu_axpy_args {
     hc_type type;

@@ -42,6 +42,7 @@ struct hc_plugin_ctx {
     size_t scratch_size;
     char cpu_name[128];
     char err[HC_CPU_ERR_LEN];
+    void (*mm_task)(void *, int, int); /* hc_cpu_mm_task or its AVX-VNNI build */
 };
 
 struct hc_device {
@@ -66,6 +67,10 @@ struct hc_stream {
 int hc_cpu_probe(void);
 /* "avx2" or "generic": which build of the sources this is. */
 const char *hc_cpu_variant(void);
+/* 1 when the 8-bit dot products may use AVX-VNNI: built with it, the CPU has
+ * it, and $HOTCOLD_CPU_VNNI is not 0 (which forces plain AVX2: the results
+ * are bit-identical, so this is for timing and for testing both paths). */
+int hc_cpu_use_vnni(void);
 
 /* ---- sysinfo.c -------------------------------------------------------- */
 /* /proc/cpuinfo "model name", or "CPU" when unknown. */

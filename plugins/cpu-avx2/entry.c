@@ -66,8 +66,14 @@ static hc_status cpu_init(const hc_plugin_host *host, hc_plugin_ctx **out)
         goto out;
     }
     atomic_store(&ctx->n_threads, n);
-    hc_cpu_log(ctx, HC_LOG_INFO, "cpu-%s: %d worker thread%s on %s", hc_cpu_variant(), n,
-               n == 1 ? "" : "s", ctx->cpu_name);
+    ctx->mm_task = hc_cpu_mm_task;
+#if defined(HC_CPU_HAVE_VNNI)
+    if (hc_cpu_use_vnni())
+        ctx->mm_task = hc_cpu_mm_task_vnni;
+#endif
+    hc_cpu_log(ctx, HC_LOG_INFO, "cpu-%s%s: %d worker thread%s on %s", hc_cpu_variant(),
+               ctx->mm_task == hc_cpu_mm_task ? "" : " (AVX-VNNI dots)", n, n == 1 ? "" : "s",
+               ctx->cpu_name);
     *out = ctx;
     ctx = NULL;
 out:

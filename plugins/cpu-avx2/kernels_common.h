@@ -85,14 +85,15 @@ static inline __attribute__((always_inline)) void hc_prefetch_step(hc_prefetch *
 
 /* Quantized x for Q4_0 weights: two blocks (A = 2p, B = 2p+1) per record,
  * laid out for the dot kernel: lo = elements 0..15 of A then of B, hi =
- * elements 16..31 of A then of B (the GGUF nibble order), corr = 8 x the
+ * elements 16..31 of A then of B (the GGUF nibble order), ncorr = -8 x the
  * sum of the x values each int32 lane of the kernel covers (so the kernel can
- * use unsigned nibbles and subtract the -8 offset afterwards), d = scales
+ * use unsigned nibbles and add the -8 offset back; negated so that VNNI can
+ * start its accumulator there), d = scales
  * (A in lanes 0-3, B in 4-7).  A missing B block is all zero. */
 typedef struct hc_xq4_pair {
     int8_t lo[32];
     int8_t hi[32];
-    int32_t corr[8];
+    int32_t ncorr[8];
     float d[8];
 } hc_xq4_pair;
 

@@ -101,7 +101,8 @@ static void quantize_q4_token(const float *x, int64_t cols, hc_xq4_pair *out)
         __m256i sA = sums_of_4(qA), sB = sums_of_4(qB);
         __m256i corr = _mm256_add_epi32(_mm256_permute2x128_si256(sA, sB, 0x20),
                                         _mm256_permute2x128_si256(sA, sB, 0x31));
-        _mm256_store_si256((__m256i *)r->corr, _mm256_slli_epi32(corr, 3));
+        _mm256_store_si256((__m256i *)r->ncorr,
+                           _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(corr, 3)));
         _mm256_store_ps(r->d, _mm256_blend_ps(_mm256_set1_ps(dA), _mm256_set1_ps(dB), 0xf0));
     }
 }

@@ -115,7 +115,7 @@ static hc_status mm_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w
     if (st == HC_OK) {
         hc_cpu_mm_args a = {wtype, wp, row_bytes, rows, cols, xp, xq, xq_stride, n,
                             ip, idx ? n_idx : 0, yp};
-        hc_cpu_pool_run(ctx->pool, hc_cpu_mm_task, &a,
+        hc_cpu_pool_run(ctx->pool, ctx->mm_task, &a,
                         threads_for(ctx, (uint64_t)count * (uint64_t)cols * (uint64_t)n));
     }
     pthread_mutex_unlock(&ctx->lock);

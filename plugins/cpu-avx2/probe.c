@@ -5,6 +5,9 @@
  */
 #include "cpu_plugin.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -35,6 +38,23 @@ static int cpu_has_avx2_fma_f16c(void)
 #endif
 }
 #endif
+
+int hc_cpu_use_vnni(void)
+{
+#if defined(HC_CPU_HAVE_VNNI) && (defined(__x86_64__) || defined(__i386__))
+    unsigned int a, b, c, d;
+    const char *env = getenv("HOTCOLD_CPU_VNNI");
+    if (env && strcmp(env, "0") == 0)
+        return 0;
+    /* AVX-VNNI (VEX-encoded vpdpbusd): CPUID.(7,1):EAX bit 4, on top of the
+     * AVX2 state checks the probe already made. */
+    if (!cpu_has_avx2_fma_f16c() || !__get_cpuid_count(7, 1, &a, &b, &c, &d))
+        return 0;
+    return (a & (1u << 4)) != 0;
+#else
+    return 0;
+#endif
+}
 
 /* Scores: the loader keeps the highest non-zero probe of the "cpu" family,
  * so the generic build (1) is only chosen when avx2 (20) cannot run. */
