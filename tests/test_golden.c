@@ -289,7 +289,10 @@ static void generate_ids(const char *path, int threads, int weights, int32_t *id
     hc_model_free(m);
 }
 
-START_TEST(threads_agree)
+/* Runs A and B (threads, weights mode) of both models must give the same
+ * 100 greedy ids and bit-identical last logits. */
+static void expect_identical_runs(int threads_a, int weights_a, int threads_b, int weights_b,
+                                  const char *what)
 {
     static const char *const models[] = {"stories260K", "relu2M"};
     for (int k = 0; k < 2; k++) {
@@ -297,32 +300,26 @@ START_TEST(threads_agree)
         /* Both large enough for either vocabulary; zeroed so the tail
          * beyond a smaller vocabulary compares equal. */
         float la[4096] = {0}, lb[4096] = {0};
-        generate_ids(model_path(models[k]), 1, HC_WEIGHTS_AUTO, a, 100, la);
-        generate_ids(model_path(models[k]), 2, HC_WEIGHTS_AUTO, b, 100, lb);
+        generate_ids(model_path(models[k]), threads_a, weights_a, a, 100, la);
+        generate_ids(model_path(models[k]), threads_b, weights_b, b, 100, lb);
         for (int i = 0; i < 100; i++)
-            ck_assert_msg(a[i] == b[i], "%s: -t 1 and -t 2 differ at step %d", models[k], i);
-        ck_assert_msg(memcmp(la, lb, sizeof la) == 0,
-                      "%s: logits not bit-identical across thread counts", models[k]);
+            ck_assert_msg(a[i] == b[i], "%s: %s: ids differ at step %d", models[k], what, i);
+        ck_assert_msg(memcmp(la, lb, sizeof la) == 0, "%s: %s: logits not bit-identical",
+                      models[k], what);
     }
+}
+
+START_TEST(threads_agree)
+{
+    expect_identical_runs(1, HC_WEIGHTS_AUTO, 2, HC_WEIGHTS_AUTO, "-t 1 vs -t 2");
 }
 END_TEST
 
 /* The file mapped and the file read into huge-page memory are the same
- * bytes: the same ids and bit-identical logits. */
+ * bytes. */
 START_TEST(weights_modes_agree)
 {
-    static const char *const models[] = {"stories260K", "relu2M"};
-    for (int k = 0; k < 2; k++) {
-        int32_t a[64], b[64];
-        float la[4096] = {0}, lb[4096] = {0};
-        generate_ids(model_path(models[k]), 2, HC_WEIGHTS_MMAP, a, 64, la);
-        generate_ids(model_path(models[k]), 2, HC_WEIGHTS_READ, b, 64, lb);
-        for (int i = 0; i < 64; i++)
-            ck_assert_msg(a[i] == b[i], "%s: mapped and read weights differ at step %d",
-                          models[k], i);
-        ck_assert_msg(memcmp(la, lb, sizeof la) == 0,
-                      "%s: logits not bit-identical between mapped and read weights", models[k]);
-    }
+    expect_identical_runs(2, HC_WEIGHTS_MMAP, 2, HC_WEIGHTS_READ, "mapped vs read weights");
 }
 END_TEST
 
