@@ -319,17 +319,23 @@ out:
 }
 
 /* ---- public ------------------------------------------------------------ */
-int hc_plan_solve(const hc_place_in *in, hc_plan **out)
+/* The argument checks both entry points share, then an empty plan (NULL
+ * with the error set). */
+static hc_plan *plan_begin(const hc_place_in *in, hc_plan **out)
 {
-    hc_plan *p = NULL;
     if (!out) {
         hc_set_error("placement: out is NULL");
-        return -1;
+        return NULL;
     }
     *out = NULL;
     if (hc_place_check_in(in, "placement"))
-        return -1;
-    p = hc_place_alloc(in);
+        return NULL;
+    return hc_place_alloc(in);
+}
+
+int hc_plan_solve(const hc_place_in *in, hc_plan **out)
+{
+    hc_plan *p = plan_begin(in, out);
     if (!p)
         return -1;
     uint64_t left = hc_place_fill_items(in, p);
@@ -343,15 +349,7 @@ int hc_plan_solve(const hc_place_in *in, hc_plan **out)
 
 int hc_plan_all(const hc_place_in *in, int on_gpu, hc_plan **out)
 {
-    hc_plan *p = NULL;
-    if (!out) {
-        hc_set_error("placement: out is NULL");
-        return -1;
-    }
-    *out = NULL;
-    if (hc_place_check_in(in, "placement"))
-        return -1;
-    p = hc_place_alloc(in);
+    hc_plan *p = plan_begin(in, out);
     if (!p)
         return -1;
     on_gpu = on_gpu != 0;
