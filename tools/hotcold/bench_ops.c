@@ -385,7 +385,7 @@ static double time_op(const wset *ws, int op, int reps, double min_s)
             return -1;
     for (int r = 0; r < reps; r++) {
         long n = 0;
-        double t0 = hc_tool_now(), dt;
+        double t0 = hc_time_s(), dt;
         do {
             phase = (phase + 1) % ws->phases;
             for (int c = 0; c < ws->copies; c++, n++)
@@ -393,7 +393,7 @@ static double time_op(const wset *ws, int op, int reps, double min_s)
                     return -1;
             if (ws->d->ops->stream_sync && ws->d->ops->stream_sync(ws->d->stream) != HC_OK)
                 return op_failed(ws, "stream_sync", HC_E_DEVICE);
-            dt = hc_tool_now() - t0;
+            dt = hc_time_s() - t0;
         } while (dt < min_s);
         if (dt / (double)n < best)
             best = dt / (double)n;
@@ -666,8 +666,8 @@ static int dec_token(const dmodel *dm, int sparse, int token, double sec[N_KINDS
 {
     hc_dev *d = dm->d;
     const hc_plugin_ops *o = d->ops;
-    double t0 = hc_tool_now(), t1;
-#define LAP(kind) (t1 = hc_tool_now(), sec[kind] += t1 - t0, t0 = t1)
+    double t0 = hc_time_s(), t1;
+#define LAP(kind) (t1 = hc_time_s(), sec[kind] += t1 - t0, t0 = t1)
     for (int l = 0; l < dm->sh.n_layer; l++) {
         const dmat *m = dm->m + (size_t)l * L_N;
         if (dec_matmul(dm, &m[L_WQ]) || dec_matmul(dm, &m[L_WK]) || dec_matmul(dm, &m[L_WV]) ||
@@ -731,13 +731,13 @@ static int bench_decode(hc_dev *d, const ops_opts *o, const dshape *sh, hc_type 
                 goto out;
         }
         for (int r = 0; r < o->reps; r++) {
-            double sec[N_KINDS] = {0}, total = 0, t0 = hc_tool_now();
+            double sec[N_KINDS] = {0}, total = 0, t0 = hc_time_s();
             int nt = 0;
             do {
                 if (dec_token(&dm, sparse, token++, sec))
                     goto out;
                 nt++;
-            } while (hc_tool_now() - t0 < o->min_s * 5);
+            } while (hc_time_s() - t0 < o->min_s * 5);
             for (int k = 0; k < N_KINDS; k++) {
                 sec[k] /= nt;
                 total += sec[k];

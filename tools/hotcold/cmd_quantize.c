@@ -109,14 +109,14 @@ int hc_cmd_quantize(int argc, char **argv)
         fprintf(stderr, "hotcold quantize: unknown TYPE '%s' (use f16, q8_0 or q4_0)\n", pos[2]);
         return 2;
     }
-    double t0 = hc_tool_now();
+    double t0 = hc_time_s();
     if (hc_quantize_file(pos[0], pos[1], type, on_progress, &ps) != 0) {
         fprintf(stderr, "hotcold quantize: %s\n", hc_last_error());
         return 1;
     }
     if (!ps.quiet)
         fprintf(stderr, "hotcold quantize: wrote %s (%s): %.2f MiB -> %.2f MiB in %.2f s\n",
-                pos[1], pos[2], file_mib(pos[0]), file_mib(pos[1]), hc_tool_now() - t0);
+                pos[1], pos[2], file_mib(pos[0]), file_mib(pos[1]), hc_time_s() - t0);
     return 0;
 too_many:
     fprintf(stderr, "hotcold quantize: too many arguments (expected IN OUT TYPE)\n\n");

@@ -95,13 +95,6 @@ out:
     return buf;
 }
 
-double hc_tool_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 uint64_t hc_tool_random_seed(void)
 {
     struct timespec ts;
@@ -297,7 +290,7 @@ void hc_tool_output_name(const char *src, const char *suffix, const char *fallba
 
 void hc_tool_token_progress_init(hc_tool_token_progress *p, const char *what, int quiet)
 {
-    *p = (hc_tool_token_progress){what, quiet, isatty(fileno(stderr)), hc_tool_now(), 0};
+    *p = (hc_tool_token_progress){what, quiet, isatty(fileno(stderr)), hc_time_s(), 0};
 }
 
 void hc_tool_on_token_progress(void *user, int64_t done, int64_t total)
@@ -305,7 +298,7 @@ void hc_tool_on_token_progress(void *user, int64_t done, int64_t total)
     hc_tool_token_progress *p = user;
     if (p->quiet)
         return;
-    double now = hc_tool_now();
+    double now = hc_time_s();
     if (done < total && now - p->last < (p->tty ? 0.25 : 5.0))
         return;
     p->last = now;

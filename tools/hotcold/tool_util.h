@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "clock.h" /* hc_time_s */
 #include "hotcold/hotcold.h"
 
 #define HC_DEFAULT_MODEL_NAME "stories260K.gguf"
@@ -21,8 +22,6 @@ struct option;
 const char *hc_tool_option_name(const struct option *longopts, int val);
 /* A whole text file, NUL-terminated; prints the error and returns NULL. */
 char *hc_tool_read_text(const char *path);
-/* Monotonic seconds. */
-double hc_tool_now(void);
 uint64_t hc_tool_random_seed(void);
 /* Find the model shipped in models/: next to the build tree, the install
  * data dir, or ./models.  0 = found (path written), -1 = error set. */
