@@ -450,12 +450,13 @@ static hc_gguf *open_weights(const char *path, const hc_model_params *p, char *e
     const char *why = resident ? "asked for" : "asked to map";
     struct stat st;
     if (p->weights == HC_WEIGHTS_AUTO) {
-        const uint64_t avail = hc_mem_available();
+        uint64_t avail = 0;
         if (strcmp(p->device, "cpu") != 0)
             why = "a GPU takes a share";
         else if (!hc_huge_pages_enabled())
             why = "no transparent huge pages";
-        else if (stat(path, &st) != 0 || avail == 0 || (uint64_t)st.st_size > avail / 2)
+        else if (stat(path, &st) != 0 || (avail = hc_mem_available()) == 0 ||
+                 (uint64_t)st.st_size > avail / 2)
             why = "the file needs more than half the available memory";
         else
             resident = 1, why = "CPU only";
@@ -477,8 +478,8 @@ int hc_model_weights_mode(const hc_model *m)
 
 hc_model_params hc_model_default_params(void)
 {
-    hc_model_params p = {sizeof p,         "cpu", HC_SPARSE_AUTO, NAN, -1.0, HC_GPU_INDEX_USE,
-                         NULL,             0,     HC_WEIGHTS_AUTO};
+    hc_model_params p = {sizeof p, "cpu", HC_SPARSE_AUTO, NAN, -1.0, HC_GPU_INDEX_USE, NULL, 0,
+                         HC_WEIGHTS_AUTO};
     return p;
 }
 

@@ -70,7 +70,7 @@ static inline void hc_prefetch_plan(hc_prefetch *pf, int64_t steps)
     pf->off = 0;
 }
 
-static inline __attribute__((always_inline)) void hc_prefetch_step(hc_prefetch *pf)
+HC_ALWAYS_INLINE void hc_prefetch_step(hc_prefetch *pf)
 {
     for (int u = 0; u < pf->per_step; u++) {
         if (pf->off >= pf->bytes)
