@@ -770,6 +770,24 @@ static void expect(plug *p, hc_status got, hc_status want, const char *needle, c
                   msg, needle);
 }
 
+/* Opens the avx2 plugin (2 threads) with the kernel choice `env` forced
+ * off (=0) or left to the plugin; *has says whether its init log names
+ * `marker`, i.e. whether the choice was taken.  0 when avx2 cannot run. */
+static int open_with(plug *p, const char *env, int on, const char *marker, int *has)
+{
+    if (on)
+        unsetenv(env);
+    else
+        setenv(env, "0", 1);
+    const int ok = plug_open(p, 0, 2);
+    unsetenv(env);
+    if (!ok)
+        return 0;
+    *has = strstr(p->log, marker) != NULL;
+    ck_assert_msg(on || !*has, "%s=0 still used %s: %s", env, marker, p->log);
+    return 1;
+}
+
 /* Q4_0 products of the avx2 plugin with AVX-VNNI forced off
  * (HOTCOLD_CPU_VNNI=0) and on; y for every shape the tiles take (one token,
  * several tokens, a row list), into out (3 x rows x n floats). */
@@ -777,17 +795,9 @@ static int q4_products(int vnni, const uint8_t *w, const float *x, const int32_t
                        int64_t cols, int64_t n, int64_t n_idx, float *out)
 {
     plug p;
-    if (vnni)
-        unsetenv("HOTCOLD_CPU_VNNI");
-    else
-        setenv("HOTCOLD_CPU_VNNI", "0", 1);
-    if (!plug_open(&p, 0, 2)) {
-        unsetenv("HOTCOLD_CPU_VNNI");
+    int has;
+    if (!open_with(&p, "HOTCOLD_CPU_VNNI", vnni, "AVX-VNNI", &has))
         return -1;
-    }
-    unsetenv("HOTCOLD_CPU_VNNI");
-    const int has = strstr(p.log, "AVX-VNNI") != NULL;
-    ck_assert_msg(vnni || !has, "HOTCOLD_CPU_VNNI=0 still used AVX-VNNI: %s", p.log);
     hc_buffer *wb = buf_from(&p, w, rows * hc_type_row_size(HC_TYPE_Q4_0, cols));
     hc_buffer *xb = buf_from(&p, x, cols * n * 4), *ib = buf_from(&p, idx, n_idx * 4);
     hc_buffer *yb = buf_from(&p, NULL, rows * n * 4);
@@ -832,6 +842,71 @@ START_TEST(test_vnni_matches_avx2)
     }
     free(w);
     free(x);
+    free(idx);
+    free(a);
+    free(b);
+}
+END_TEST
+
+/* One-token Q4_0 axpy_rows of the avx2 plugin with AVX-512 forced off
+ * (HOTCOLD_CPU_AVX512=0) or allowed, for each list length in lens (the
+ * first lens[i] rows of idx), into out (one y of cols floats per length). */
+#define AXPY512_CASES 4
+static int axpy512_products(int on, const uint8_t *w, const float *h, const float *y0,
+                            const int32_t *idx, int64_t rows, int64_t cols, const int64_t *lens,
+                            float *out)
+{
+    plug p;
+    int has;
+    if (!open_with(&p, "HOTCOLD_CPU_AVX512", on, "AVX-512", &has))
+        return -1;
+    hc_buffer *wb = buf_from(&p, w, rows * hc_type_row_size(HC_TYPE_Q4_0, cols));
+    hc_buffer *hb = buf_from(&p, h, rows * 4), *ib = buf_from(&p, idx, rows * 4);
+    hc_buffer *yb = buf_from(&p, NULL, cols * 4);
+    for (int k = 0; k < AXPY512_CASES; k++) {
+        memcpy(p.ops->buffer_host_ptr(yb), y0, (size_t)cols * 4);
+        mm_case c = {HC_TYPE_Q4_0, rows, cols, 1, lens[k], wb, hb, ib, yb};
+        run_axpy_rows(&p, &c);
+        memcpy(out + k * cols, p.ops->buffer_host_ptr(yb), (size_t)cols * 4);
+    }
+    hc_buffer *bufs[] = {wb, hb, ib, yb};
+    for (size_t i = 0; i < 4; i++)
+        p.ops->buffer_free(bufs[i]);
+    plug_close(&p);
+    return has;
+}
+
+/* The AVX-512 build of the one-token Q4_0 axpy does every y element's
+ * operations in the AVX2 path's order, so the two must agree bit for bit:
+ * one row, a partial last group (77), one slice of several chunks of
+ * columns (150 blocks: 64 + 64 + 22, whose last 2 blocks miss a whole step
+ * of 4), and 300 rows in 4 slices. */
+START_TEST(test_avx512_matches_avx2)
+{
+    const int64_t rows = 300, cols = 150 * 32, lens[AXPY512_CASES] = {1, 77, 95, rows};
+    uint8_t *w = rand_weights(HC_TYPE_Q4_0, rows, cols);
+    float *h = rand_floats(rows, 1.0f), *y0 = rand_floats(cols, 1.0f);
+    int32_t *idx = rand_rows(rows, rows);
+    const size_t bytes = (size_t)(AXPY512_CASES * cols * 4);
+    float *a = malloc(bytes), *b = malloc(bytes);
+    ck_assert(a && b);
+    const int plain = axpy512_products(0, w, h, y0, idx, rows, cols, lens, a);
+    const int wide = plain < 0 ? -1 : axpy512_products(1, w, h, y0, idx, rows, cols, lens, b);
+    if (plain < 0)
+        printf("cpu-avx2: cannot run here, AVX-512 comparison skipped\n");
+    else if (wide == 0)
+        printf("cpu-avx2: no AVX-512 on this CPU or compiler: comparison skipped\n");
+    else {
+        for (int k = 0; k < AXPY512_CASES; k++)
+            ck_assert_msg(memcmp(a + k * cols, b + k * cols, (size_t)cols * 4) == 0,
+                          "one-token Q4_0 axpy_rows of %lld rows differs between AVX-512 and "
+                          "AVX2", (long long)lens[k]);
+        printf("cpu-avx2: AVX-512 and AVX2 one-token Q4_0 axpy_rows bit-identical (1, 77, 95, "
+               "300 rows of %lld columns)\n", (long long)cols);
+    }
+    free(w);
+    free(h);
+    free(y0);
     free(idx);
     free(a);
     free(b);
@@ -962,6 +1037,7 @@ static Suite *cpu_plugin_suite(void)
     tcase_add_loop_test(tc, test_decode_shapes, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_argument_checks, 0, N_VARIANTS);
     tcase_add_test(tc, test_vnni_matches_avx2);
+    tcase_add_test(tc, test_avx512_matches_avx2);
     suite_add_tcase(s, tc);
     return s;
 }

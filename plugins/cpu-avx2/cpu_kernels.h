@@ -79,10 +79,26 @@ typedef struct hc_cpu_axpy_args {
     const int32_t *idx;
     int64_t n_idx;
     float *y;                /* n x cols */
+    int avx512;              /* one token of Q4_0 may use AVX-512 (hc_cpu_use_avx512) */
+    /* Row slices (hc_cpu_axpy_slices), when it returned > 0: n_slices
+     * partial vectors of cols floats, slice s = list positions
+     * [s * slice_rows, (s + 1) * slice_rows).  NULL: the column split. */
+    float *partial;
+    int64_t n_slices, slice_rows;
 } hc_cpu_axpy_args;
-/* y[t][c] += h[t][idx[k]] * Wt[idx[k]][c], k in list order (split over
- * 32-column blocks, so each y element has one owner). */
+/* y[t][c] += h[t][idx[k]] * Wt[idx[k]][c], k in list order: split over
+ * 32-column blocks, so each y element has one owner; or, with partial set,
+ * the slices into their partials, which hc_cpu_axpy_reduce_task (a second
+ * job) then adds to y in slice order. */
 void hc_cpu_axpy_task(void *args, int ith, int nth);
+void hc_cpu_axpy_reduce_task(void *args, int ith, int nth);
+/* How many row slices this axpy is summed in (0: the column split), and
+ * the rows of each.  Depends only on the arguments, never on threads. */
+int64_t hc_cpu_axpy_slices(hc_type type, int64_t n, int64_t n_idx, int64_t *slice_rows);
+/* One token of Q4_0: list positions [k0, k1) added into all columns of y,
+ * with AVX-512 F+BW, bit-identical to the AVX2 path: built when the compiler
+ * has the flags (HC_CPU_HAVE_AVX512), called when the CPU has them. */
+void hc_cpu_axpy1_q4_avx512(const hc_cpu_axpy_args *a, int64_t k0, int64_t k1, float *y);
 
 /* ---- layer ops ---------------------------------------------------------- */
 

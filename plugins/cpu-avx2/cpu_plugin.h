@@ -43,6 +43,7 @@ struct hc_plugin_ctx {
     char cpu_name[128];
     char err[HC_CPU_ERR_LEN];
     void (*mm_task)(void *, int, int); /* hc_cpu_mm_task or its AVX-VNNI build */
+    int avx512;              /* hc_cpu_use_avx512(), read once at init */
 };
 
 struct hc_device {
@@ -71,6 +72,10 @@ const char *hc_cpu_variant(void);
  * it, and $HOTCOLD_CPU_VNNI is not 0 (which forces plain AVX2: the results
  * are bit-identical, so this is for timing and for testing both paths). */
 int hc_cpu_use_vnni(void);
+/* 1 when the one-token Q4_0 axpy may use AVX-512 F+BW+VL: built with it,
+ * the CPU and OS have it, and $HOTCOLD_CPU_AVX512 is not 0 (bit-identical
+ * results again, so the switch is for timing and testing). */
+int hc_cpu_use_avx512(void);
 
 /* ---- sysinfo.c -------------------------------------------------------- */
 /* /proc/cpuinfo "model name", or "CPU" when unknown. */

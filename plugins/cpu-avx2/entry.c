@@ -71,9 +71,10 @@ static hc_status cpu_init(const hc_plugin_host *host, hc_plugin_ctx **out)
     if (hc_cpu_use_vnni())
         ctx->mm_task = hc_cpu_mm_task_vnni;
 #endif
-    hc_cpu_log(ctx, HC_LOG_INFO, "cpu-%s%s: %d worker thread%s on %s", hc_cpu_variant(),
-               ctx->mm_task == hc_cpu_mm_task ? "" : " (AVX-VNNI dots)", n, n == 1 ? "" : "s",
-               ctx->cpu_name);
+    ctx->avx512 = hc_cpu_use_avx512();
+    hc_cpu_log(ctx, HC_LOG_INFO, "cpu-%s%s%s: %d worker thread%s on %s", hc_cpu_variant(),
+               ctx->mm_task == hc_cpu_mm_task ? "" : " (AVX-VNNI dots)",
+               ctx->avx512 ? " (AVX-512 Q4_0 axpy)" : "", n, n == 1 ? "" : "s", ctx->cpu_name);
     *out = ctx;
     ctx = NULL;
 out:

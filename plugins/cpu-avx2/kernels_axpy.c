@@ -2,25 +2,36 @@
  * axpy_rows: y[t][c] += sum_k h[t][idx[k]] * Wt[idx[k]][c], k in list order.
  *
  * PowerInfer splits this over rows and lets threads add into y unlocked,
- * which races and makes results depend on timing.  Here each thread owns a
- * range of 32-column blocks (whole quantization blocks) and adds the listed
- * rows into its columns in list order, so every y element is summed by one
- * thread in one fixed order: deterministic and independent of the thread
- * count.  Rows are taken GROUP at a time so each y vector is loaded and
- * stored once per group while the group's rows stream in parallel.
+ * which races and makes results depend on timing.  Here every y element is
+ * summed in one fixed order that does not depend on the thread count, in
+ * one of two ways:
+ *
+ *  - in general each thread owns a range of 32-column blocks (whole
+ *    quantization blocks) and adds the listed rows into its columns in list
+ *    order.  Rows are taken GROUP at a time so each y vector is loaded and
+ *    stored once per group while the group's rows stream in parallel;
+ *  - one token of Q4_0 in the avx2 build (sparse decode, and dense decode of
+ *    PWRI files, which store down transposed) cuts the row list into
+ *    slices whose size depends only on the list length
+ *    (hc_cpu_axpy_slices), sums each slice over all columns into a partial
+ *    vector of its own, and then adds the partials to y in slice order
+ *    (hc_cpu_axpy_reduce_task).  A thread then reads whole rows, one run of
+ *    memory, where owning half the columns made it read half of every row:
+ *    the hardware prefetcher ran on into the other half, which the other
+ *    thread read again (about 15% slower from DRAM on two threads).
  *
  * Per element: y = fma(w, h, y) for F32/F16 (w exact), and
  * y = fma(q, d*h, y) for Q8_0 (q) and Q4_0 (q - 8), with d*h rounded once;
- * except one token of Q4_0 in the avx2 build, which has a faster decoding
- * of its own (axpy1_q4 below: same weights, the running sums carry an
- * offset) because that is the case sparse decode lives on.
+ * except that one-token Q4_0 path, which has a faster decoding of its own
+ * (axpy1_q4 below: same weights, the running sums carry an offset).
  */
 #include "kernels_common.h"
 
-#define GROUP 8
-/* Groups ahead whose rows are prefetched: 16 rows, about what measured best
- * for scattered rows of 0.5-1 KiB on one and two threads. */
-#define PF_GROUPS 2
+/* Groups ahead whose rows are prefetched (HC_AXPY_PF_GROUPS = 2): 16 rows,
+ * about what measured best for scattered rows of 0.5-1 KiB on one and two
+ * threads. */
+#define GROUP HC_AXPY_GROUP
+#define PF_GROUPS HC_AXPY_PF_GROUPS
 
 #if defined(HC_CPU_KERNELS_AVX2)
 /* Quantized blocks decode without the shuffle port's pmovsx: vpshufb (two
@@ -207,8 +218,8 @@ AXPY_TYPES(AXPY_FNS)
  * Each y element still gets y + (its rows in list order) - (corrections in
  * group order), independent of how the columns are split.
  */
-#define Q4_SCALE 64.0f
-#define Q4_OFFSET (136.0f / 64.0f)
+#define Q4_SCALE HC_AXPY_Q4_SCALE
+#define Q4_OFFSET HC_AXPY_Q4_OFFSET
 #define Q4_CHUNK 64
 
 /* The fp16 block scales d of blocks [0, n) of a row (n <= 8) times hs.
@@ -321,17 +332,20 @@ static void q4_group_part(int g, const uint8_t *const *w, const float *h64, floa
     q4_group(g, w, h64, yd, nb, pf);
 }
 
-/* The whole op for this thread's blocks [b0, b1) (one token, Q4_0). */
-static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t b0, int64_t b1)
+/* Rows at list positions [k0, k1) added into all columns of y (one token,
+ * Q4_0); rows up to the end of the list are prefetched, so a thread's next
+ * slice starts warm. */
+static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t k0, int64_t k1, float *y)
 {
     _Alignas(32) float yd[Q4_CHUNK * 32];
-    for (int64_t cb = b0; cb < b1; cb += Q4_CHUNK) {
-        const int nb = b1 - cb < Q4_CHUNK ? (int)(b1 - cb) : Q4_CHUNK;
+    const int64_t nbt = a->cols / 32;
+    for (int64_t cb = 0; cb < nbt; cb += Q4_CHUNK) {
+        const int nb = nbt - cb < Q4_CHUNK ? (int)(nbt - cb) : Q4_CHUNK;
         const size_t coff = (size_t)cb * HC_Q4_0_BLOCK_BYTES;
         for (int k = 0; k < nb; k++)
-            q4_y_in(a->y + (cb + k) * 32, yd + k * 32);
-        for (int64_t kk = 0; kk < a->n_idx; kk += GROUP) {
-            const int g = a->n_idx - kk < GROUP ? (int)(a->n_idx - kk) : GROUP;
+            q4_y_in(y + (cb + k) * 32, yd + k * 32);
+        for (int64_t kk = k0; kk < k1; kk += GROUP) {
+            const int g = k1 - kk < GROUP ? (int)(k1 - kk) : GROUP;
             const uint8_t *w[GROUP];
             float h64[GROUP];
             hc_prefetch pf = {.n = 0, .bytes = (uint64_t)nb * HC_Q4_0_BLOCK_BYTES};
@@ -349,7 +363,27 @@ static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t b0, int64_t b1)
                 q4_group_part(g, w, h64, yd, nb, &pf);
         }
         for (int k = 0; k < nb; k++)
-            q4_y_out(yd + k * 32, a->y + (cb + k) * 32);
+            q4_y_out(yd + k * 32, y + (cb + k) * 32);
+    }
+}
+
+/* This thread's slices: each zeroed, then its rows added. */
+static void axpy1_q4_slices(const hc_cpu_axpy_args *a, int ith, int nth)
+{
+    int64_t s0, s1;
+    hc_cpu_split(a->n_slices, ith, nth, 1, &s0, &s1);
+    for (int64_t sl = s0; sl < s1; sl++) {
+        float *part = a->partial + sl * a->cols;
+        const int64_t k0 = sl * a->slice_rows;
+        const int64_t k1 = k0 + a->slice_rows < a->n_idx ? k0 + a->slice_rows : a->n_idx;
+        memset(part, 0, (size_t)a->cols * sizeof(float));
+#if defined(HC_CPU_HAVE_AVX512)
+        if (a->avx512) {
+            hc_cpu_axpy1_q4_avx512(a, k0, k1, part);
+            continue;
+        }
+#endif
+        axpy1_q4(a, k0, k1, part);
     }
 }
 
@@ -435,6 +469,12 @@ void hc_cpu_axpy_task(void *args, int ith, int nth)
      * and a line two threads share is read from DRAM twice.  (Row starts
      * are line-aligned whenever the row size is a multiple of 64, as for
      * any n_embd that is a multiple of 1024 in Q4_0/Q8_0.) */
+#if defined(HC_CPU_KERNELS_AVX2)
+    if (a->partial) {
+        axpy1_q4_slices(a, ith, nth);
+        return;
+    }
+#endif
     const int quant = a->type == HC_TYPE_Q4_0 || a->type == HC_TYPE_Q8_0;
     const int64_t units = (nb + 31) / 32;
     const int lines = quant && units > 0 && (units % nth == 0 || units >= 8 * (int64_t)nth);
@@ -442,12 +482,6 @@ void hc_cpu_axpy_task(void *args, int ith, int nth)
     const int64_t c0 = b0 * 32, c1 = b1 * 32 < a->cols ? b1 * 32 : a->cols;
     if (c0 >= c1)
         return;
-#if defined(HC_CPU_KERNELS_AVX2)
-    if (a->n == 1 && a->type == HC_TYPE_Q4_0) {
-        axpy1_q4(a, b0, b1); /* Q4_0 columns are whole blocks: c1 = 32 * b1 */
-        return;
-    }
-#endif
     /* Where this thread's columns start inside a row, and how many bytes
      * of each row it reads. */
     const uint64_t col_off = hc_type_row_size(a->type, c0);
@@ -470,5 +504,44 @@ void hc_cpu_axpy_task(void *args, int ith, int nth)
             pf.p[pf.n++] = a->wt + (size_t)a->idx[i] * a->row_bytes + col_off;
         hc_prefetch_plan(&pf, (c1 - c0 + 31) / 32);
         axpy_group(g, w, a, rr, c0, c1, &pf);
+    }
+}
+
+int64_t hc_cpu_axpy_slices(hc_type type, int64_t n, int64_t n_idx, int64_t *slice_rows)
+{
+    *slice_rows = 0;
+#if defined(HC_CPU_KERNELS_AVX2)
+    if (n != 1 || type != HC_TYPE_Q4_0 || n_idx <= 0)
+        return 0;
+    /* At least ~48 rows a slice (each partial costs a pass over cols floats
+     * to add), at most 16 slices, and a power of two so that 2, 4, 8 or 16
+     * threads get equal shares.  Whole groups of rows per slice. */
+    int64_t ns = 1;
+    while (ns < 16 && n_idx / (2 * ns) >= 48)
+        ns *= 2;
+    int64_t per = (n_idx + ns - 1) / ns;
+    per = (per + GROUP - 1) / GROUP * GROUP;
+    *slice_rows = per;
+    return (n_idx + per - 1) / per;
+#else
+    (void)type;
+    (void)n;
+    (void)n_idx;
+    return 0; /* plain C keeps the column split */
+#endif
+}
+
+void hc_cpu_axpy_reduce_task(void *args, int ith, int nth)
+{
+    const hc_cpu_axpy_args *a = args;
+    int64_t c0, c1;
+
+    /* y + p0 + p1 + ... per element, in slice order: any column split
+     * gives the same sums. */
+    hc_cpu_split(a->cols, ith, nth, 16, &c0, &c1);
+    for (int64_t sl = 0; sl < a->n_slices; sl++) {
+        const float *p = a->partial + sl * a->cols;
+        for (int64_t c = c0; c < c1; c++)
+            a->y[c] += p[c];
     }
 }

@@ -83,6 +83,17 @@ HC_ALWAYS_INLINE void hc_prefetch_step(hc_prefetch *pf)
     }
 }
 
+/* The one-token Q4_0 axpy (axpy1_q4 in kernels_axpy.c, and its AVX-512
+ * build in kernels_axpy_avx512.c, which must agree with it bit for bit):
+ * rows are added HC_AXPY_GROUP at a time, the rows HC_AXPY_PF_GROUPS
+ * groups ahead are prefetched, weights decode to 2 + q/64 and the row
+ * multiplier is HC_AXPY_Q4_SCALE * h * d, so each group subtracts
+ * HC_AXPY_Q4_OFFSET times the sum of its multipliers. */
+#define HC_AXPY_GROUP 8
+#define HC_AXPY_PF_GROUPS 2
+#define HC_AXPY_Q4_SCALE 64.0f
+#define HC_AXPY_Q4_OFFSET (136.0f / 64.0f)
+
 /* Quantized x for Q4_0 weights: two blocks (A = 2p, B = 2p+1) per record,
  * laid out for the dot kernel: lo = elements 0..15 of A then of B, hi =
  * elements 16..31 of A then of B (the GGUF nibble order), ncorr = -8 x the

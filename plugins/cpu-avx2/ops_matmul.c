@@ -165,12 +165,26 @@ hc_status hc_cpu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
         return HC_OK;
 
     pthread_mutex_lock(&ctx->lock);
-    hc_cpu_axpy_args a = {wtype, wp, row_bytes, rows, cols, hp, n, ip, n_idx, yp};
-    /* Threads own 32-column blocks: more threads than blocks would idle. */
+    hc_cpu_axpy_args a = {wtype, wp, row_bytes, rows, cols, hp, n, ip, n_idx, yp, ctx->avx512, NULL, 0, 0};
     int nth = threads_for(ctx, (uint64_t)n_idx * (uint64_t)cols * (uint64_t)n);
-    if ((int64_t)nth > (cols + 31) / 32)
-        nth = (int)((cols + 31) / 32);
-    hc_cpu_pool_run(ctx->pool, hc_cpu_axpy_task, &a, nth);
+    a.n_slices = hc_cpu_axpy_slices(wtype, n, n_idx, &a.slice_rows);
+    if (a.n_slices > 0) {
+        /* Row slices into partials (scratch), then the partials into y. */
+        void *mem;
+        st = hc_cpu_scratch(ctx, op, (size_t)a.n_slices * (size_t)cols * sizeof(float), &mem);
+        if (st == HC_OK) {
+            a.partial = mem;
+            hc_cpu_pool_run(ctx->pool, hc_cpu_axpy_task, &a,
+                            nth < a.n_slices ? nth : (int)a.n_slices);
+            hc_cpu_pool_run(ctx->pool, hc_cpu_axpy_reduce_task, &a,
+                            threads_for(ctx, (uint64_t)a.n_slices * (uint64_t)cols));
+        }
+    } else {
+        /* Threads own 32-column blocks: more threads than blocks would idle. */
+        if ((int64_t)nth > (cols + 31) / 32)
+            nth = (int)((cols + 31) / 32);
+        hc_cpu_pool_run(ctx->pool, hc_cpu_axpy_task, &a, nth);
+    }
     pthread_mutex_unlock(&ctx->lock);
     return st;
 }

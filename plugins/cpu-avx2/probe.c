@@ -56,6 +56,26 @@ int hc_cpu_use_vnni(void)
 #endif
 }
 
+int hc_cpu_use_avx512(void)
+{
+#if defined(HC_CPU_HAVE_AVX512) && (defined(__x86_64__) || defined(__i386__))
+    unsigned int a, b, c, d;
+    const char *env = getenv("HOTCOLD_CPU_AVX512");
+    if (env && strcmp(env, "0") == 0)
+        return 0;
+    /* AVX512F (CPUID.(7,0):EBX bit 16), BW (bit 30), VL (bit 31), and the
+     * OS saving the opmask and all 32 ZMM registers (XCR0 bits 5-7). */
+    const unsigned int need = (1u << 16) | (1u << 30) | (1u << 31);
+    if (!cpu_has_avx2_fma_f16c() || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || (b & need) != need)
+        return 0;
+    uint32_t xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    return (xcr0_lo & 0xe6u) == 0xe6u;
+#else
+    return 0;
+#endif
+}
+
 /* Scores: the loader keeps the highest non-zero probe of the "cpu" family,
  * so the generic build (1) is only chosen when avx2 (20) cannot run. */
 int hc_cpu_probe(void)
