@@ -95,6 +95,12 @@ void hc_cpu_pool_destroy(hc_cpu_pool *pool);
 int hc_cpu_pool_size(const hc_cpu_pool *pool);
 /* Runs fn on min(nth, pool size) threads and returns when all are done. */
 void hc_cpu_pool_run(hc_cpu_pool *pool, hc_cpu_task_fn fn, void *arg, int nth);
+/* Runs fn(arg, part, nth) for every part < nth, the threads claiming parts
+ * until none is left: with more parts than threads, a thread that is
+ * slowed down (the other tenant of a core, an interrupt) holds the job up
+ * by one part at most.  Only for tasks whose results do not depend on
+ * which thread runs a part. */
+void hc_cpu_pool_run_parts(hc_cpu_pool *pool, hc_cpu_task_fn fn, void *arg, int nth);
 
 /* ---- validate.c ------------------------------------------------------- */
 /* Records a one-line message on ctx (may be NULL) and returns st. */

@@ -48,6 +48,22 @@ static int threads_for(hc_plugin_ctx *ctx, uint64_t macs)
     return macs < PARALLEL_MIN_MACS ? 1 : hc_cpu_pool_size(ctx->pool);
 }
 
+/* Parts of a matmul: PARTS_PER_THREAD per thread, so that threads that
+ * run at different speeds still finish together, but no fewer than
+ * MIN_PART_ROWS rows each (a part's first rows start without prefetch). */
+#define PARTS_PER_THREAD 8
+#define MIN_PART_ROWS 64
+static int mm_parts(hc_plugin_ctx *ctx, int64_t rows, uint64_t macs)
+{
+    const int nth = threads_for(ctx, macs);
+    if (nth == 1)
+        return 1;
+    int64_t parts = rows / MIN_PART_ROWS;
+    if (parts > (int64_t)nth * PARTS_PER_THREAD)
+        parts = (int64_t)nth * PARTS_PER_THREAD;
+    return parts > nth ? (int)parts : nth;
+}
+
 /* Quantizes the n tokens of x into scratch when the type works on 8-bit x. */
 static hc_status quantize_x(hc_plugin_ctx *ctx, const char *op, hc_type t, const float *x,
                             int64_t cols, int64_t n, const uint8_t **xq, size_t *stride)
@@ -115,8 +131,8 @@ static hc_status mm_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w
     if (st == HC_OK) {
         hc_cpu_mm_args a = {wtype, wp, row_bytes, rows, cols, xp, xq, xq_stride, n,
                             ip, idx ? n_idx : 0, yp};
-        hc_cpu_pool_run(ctx->pool, ctx->mm_task, &a,
-                        threads_for(ctx, (uint64_t)count * (uint64_t)cols * (uint64_t)n));
+        hc_cpu_pool_run_parts(ctx->pool, ctx->mm_task, &a,
+                              mm_parts(ctx, count, (uint64_t)count * (uint64_t)cols * (uint64_t)n));
     }
     pthread_mutex_unlock(&ctx->lock);
     return st;
@@ -174,8 +190,9 @@ hc_status hc_cpu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
         st = hc_cpu_scratch(ctx, op, (size_t)a.n_slices * (size_t)cols * sizeof(float), &mem);
         if (st == HC_OK) {
             a.partial = mem;
-            hc_cpu_pool_run(ctx->pool, hc_cpu_axpy_task, &a,
-                            nth < a.n_slices ? nth : (int)a.n_slices);
+            /* One part per slice, claimed by whichever thread is free. */
+            hc_cpu_pool_run_parts(ctx->pool, hc_cpu_axpy_task, &a,
+                                  nth > 1 ? (int)a.n_slices : 1);
             hc_cpu_pool_run(ctx->pool, hc_cpu_axpy_reduce_task, &a,
                             threads_for(ctx, (uint64_t)a.n_slices * (uint64_t)cols));
         }

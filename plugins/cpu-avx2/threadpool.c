@@ -32,6 +32,8 @@
 /* About 0.1-0.5 ms of spinning: longer than the gap between two ops of one
  * token, much shorter than the gap between tokens of an idle server. */
 #define POOL_SPIN 20000
+/* Parts of one job: the job word has 16 bits for them. */
+#define POOL_MAX_PARTS 0xffff
 
 struct hc_cpu_pool {
     int n_threads;                 /* caller included */
@@ -199,10 +201,20 @@ int hc_cpu_pool_size(const hc_cpu_pool *p)
 
 void hc_cpu_pool_run(hc_cpu_pool *p, hc_cpu_task_fn fn, void *arg, int nth)
 {
-    if (nth > p->n_threads)
-        nth = p->n_threads;
-    if (nth <= 1 || p->n_threads == 1) {
+    hc_cpu_pool_run_parts(p, fn, arg, nth < p->n_threads ? nth : p->n_threads);
+}
+
+void hc_cpu_pool_run_parts(hc_cpu_pool *p, hc_cpu_task_fn fn, void *arg, int nth)
+{
+    if (nth > POOL_MAX_PARTS)
+        nth = POOL_MAX_PARTS;
+    if (nth <= 1) {
         fn(arg, 0, 1);
+        return;
+    }
+    if (p->n_threads == 1) {
+        for (int part = 0; part < nth; part++)
+            fn(arg, part, nth);
         return;
     }
     p->fn = fn;
