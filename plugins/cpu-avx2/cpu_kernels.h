@@ -95,10 +95,6 @@ void hc_cpu_axpy_reduce_task(void *args, int ith, int nth);
 /* How many row slices this axpy is summed in (0: the column split), and
  * the rows of each.  Depends only on the arguments, never on threads. */
 int64_t hc_cpu_axpy_slices(hc_type type, int64_t n, int64_t n_idx, int64_t *slice_rows);
-/* One token of Q4_0: list positions [k0, k1) added into all columns of y,
- * with AVX-512 F+BW, bit-identical to the AVX2 path: built when the compiler
- * has the flags (HC_CPU_HAVE_AVX512), called when the CPU has them. */
-void hc_cpu_axpy1_q4_avx512(const hc_cpu_axpy_args *a, int64_t k0, int64_t k1, float *y);
 
 /* ---- layer ops ---------------------------------------------------------- */
 

@@ -220,7 +220,7 @@ AXPY_TYPES(AXPY_FNS)
  */
 #define Q4_SCALE HC_AXPY_Q4_SCALE
 #define Q4_OFFSET HC_AXPY_Q4_OFFSET
-#define Q4_CHUNK 64
+#define Q4_CHUNK HC_AXPY_Q4_CHUNK
 
 /* The fp16 block scales d of blocks [0, n) of a row (n <= 8) times hs.
  * Lanes >= n are 0 and read nothing. */
@@ -334,15 +334,22 @@ static void q4_group_part(int g, const uint8_t *const *w, const float *h64, floa
 
 /* Rows at list positions [k0, k1) added into all columns of y (one token,
  * Q4_0); rows up to the end of the list are prefetched, so a thread's next
- * slice starts warm. */
+ * slice starts warm.  The AVX-512 group step works on y in place, the AVX2
+ * one on a copy in its decode order. */
 static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t k0, int64_t k1, float *y)
 {
     _Alignas(32) float yd[Q4_CHUNK * 32];
     const int64_t nbt = a->cols / 32;
+#if defined(HC_CPU_HAVE_AVX512)
+    const int wide = a->avx512;
+#else
+    const int wide = 0;
+#endif
     for (int64_t cb = 0; cb < nbt; cb += Q4_CHUNK) {
         const int nb = nbt - cb < Q4_CHUNK ? (int)(nbt - cb) : Q4_CHUNK;
         const size_t coff = (size_t)cb * HC_Q4_0_BLOCK_BYTES;
-        for (int k = 0; k < nb; k++)
+        float *yc = wide ? y + cb * 32 : yd;
+        for (int k = 0; k < nb && !wide; k++)
             q4_y_in(y + (cb + k) * 32, yd + k * 32);
         for (int64_t kk = k0; kk < k1; kk += GROUP) {
             const int g = k1 - kk < GROUP ? (int)(k1 - kk) : GROUP;
@@ -357,12 +364,18 @@ static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t k0, int64_t k1, float *y
             for (int64_t i = kk + PF_GROUPS * GROUP; i < kk + (PF_GROUPS + 1) * GROUP && i < a->n_idx; i++)
                 pf.p[pf.n++] = a->wt + (size_t)a->idx[i] * a->row_bytes + coff;
             hc_prefetch_plan(&pf, nb);
+#if defined(HC_CPU_HAVE_AVX512)
+            if (wide) {
+                hc_cpu_axpy_q4_group_avx512(g, w, h64, yc, nb, &pf);
+                continue;
+            }
+#endif
             if (g == GROUP)
-                q4_group_full(w, h64, yd, nb, &pf);
+                q4_group_full(w, h64, yc, nb, &pf);
             else
-                q4_group_part(g, w, h64, yd, nb, &pf);
+                q4_group_part(g, w, h64, yc, nb, &pf);
         }
-        for (int k = 0; k < nb; k++)
+        for (int k = 0; k < nb && !wide; k++)
             q4_y_out(yd + k * 32, y + (cb + k) * 32);
     }
 }
@@ -377,12 +390,6 @@ static void axpy1_q4_slices(const hc_cpu_axpy_args *a, int ith, int nth)
         const int64_t k0 = sl * a->slice_rows;
         const int64_t k1 = k0 + a->slice_rows < a->n_idx ? k0 + a->slice_rows : a->n_idx;
         memset(part, 0, (size_t)a->cols * sizeof(float));
-#if defined(HC_CPU_HAVE_AVX512)
-        if (a->avx512) {
-            hc_cpu_axpy1_q4_avx512(a, k0, k1, part);
-            continue;
-        }
-#endif
         axpy1_q4(a, k0, k1, part);
     }
 }

@@ -1,11 +1,13 @@
 /*
- * axpy_rows for one token of Q4_0 with AVX-512 (F + BW): the sparse-decode
- * down projection, and dense decode's too (PWRI stores down transposed).
+ * The group step of axpy_rows for one token of Q4_0 (axpy1_q4 in
+ * kernels_axpy.c: the sparse-decode down projection, and dense decode's too,
+ * since PWRI stores down transposed) with AVX-512 (F + BW).
  *
  * Built only into the avx2 plugin, with -mavx512f -mavx512bw -mavx512vl,
  * and called only when the CPU has them (hc_cpu_use_avx512).  It computes
- * exactly what axpy1_q4 in kernels_axpy.c computes, bit for bit, because
- * every y element goes through the same operations in the same order:
+ * exactly what the AVX2 group step (q4_group in kernels_axpy.c) computes,
+ * bit for bit, because every y element goes through the same operations in
+ * the same order:
  *
  *   acc = y;  acc = fma(2 + q/64, 64*h*d, acc) for the rows of a group in
  *   list order;  y = acc - 2.125 * sum(64*h*d of the group, in row order)
@@ -32,8 +34,6 @@
 
 /* Blocks per step of the inner loop: 2 accumulators each. */
 #define STEP 4
-/* Blocks whose scales are staged at once (the stage stays in L1). */
-#define CHUNK 64
 
 /* Lane i (0..15) gets byte i of the block's 16 bytes in bits 16..23 and
  * zeros elsewhere (control byte 0x80).  vpshufb indexes within each 128-bit
@@ -80,8 +80,8 @@ HC_ALWAYS_INLINE __m512 q4_scales16(const uint8_t *row, int n, float h64)
 HC_ALWAYS_INLINE void q4_group512(const int G, const uint8_t *const *w, const float *h64, float *y,
                                   int nb, hc_prefetch *pf)
 {
-    _Alignas(64) float sc[HC_AXPY_GROUP][CHUNK];
-    _Alignas(64) float corr[CHUNK];
+    _Alignas(64) float sc[HC_AXPY_GROUP][HC_AXPY_Q4_CHUNK];
+    _Alignas(64) float corr[HC_AXPY_Q4_CHUNK];
     const __m512i ctl = byte_to_bits16_ctl();
     const __m512i nib = _mm512_set1_epi32(0x000f0000), top = _mm512_set1_epi32(0x40000000);
 
@@ -137,45 +137,14 @@ HC_ALWAYS_INLINE void q4_group512(const int G, const uint8_t *const *w, const fl
     }
 }
 
-static void q4_group512_full(const uint8_t *const *w, const float *h64, float *y, int nb,
-                             hc_prefetch *pf)
+void hc_cpu_axpy_q4_group_avx512(int g, const uint8_t *const *w, const float *h64, float *y,
+                                 int nb, hc_prefetch *pf)
 {
-    q4_group512(HC_AXPY_GROUP, w, h64, y, nb, pf);
-}
-
-static void q4_group512_part(int g, const uint8_t *const *w, const float *h64, float *y, int nb,
-                             hc_prefetch *pf)
-{
-    q4_group512(g, w, h64, y, nb, pf);
-}
-
-void hc_cpu_axpy1_q4_avx512(const hc_cpu_axpy_args *a, int64_t k0, int64_t k1, float *y)
-{
-    const int64_t nbt = a->cols / 32;
-    for (int64_t cb = 0; cb < nbt; cb += CHUNK) {
-        const int nb = nbt - cb < CHUNK ? (int)(nbt - cb) : CHUNK;
-        const size_t coff = (size_t)cb * HC_Q4_0_BLOCK_BYTES;
-        float *yc = y + cb * 32;
-        for (int64_t kk = k0; kk < k1; kk += HC_AXPY_GROUP) {
-            const int g = k1 - kk < HC_AXPY_GROUP ? (int)(k1 - kk) : HC_AXPY_GROUP;
-            const uint8_t *w[HC_AXPY_GROUP];
-            float h64[HC_AXPY_GROUP];
-            hc_prefetch pf = {.n = 0, .bytes = (uint64_t)nb * HC_Q4_0_BLOCK_BYTES};
-            for (int i = 0; i < g; i++) {
-                const int32_t r = a->idx[kk + i];
-                w[i] = a->wt + (size_t)r * a->row_bytes + coff;
-                h64[i] = a->h[r] * HC_AXPY_Q4_SCALE;
-            }
-            for (int64_t i = kk + HC_AXPY_PF_GROUPS * HC_AXPY_GROUP;
-                 i < kk + (HC_AXPY_PF_GROUPS + 1) * HC_AXPY_GROUP && i < a->n_idx; i++)
-                pf.p[pf.n++] = a->wt + (size_t)a->idx[i] * a->row_bytes + coff;
-            hc_prefetch_plan(&pf, nb);
-            if (g == HC_AXPY_GROUP)
-                q4_group512_full(w, h64, yc, nb, &pf);
-            else
-                q4_group512_part(g, w, h64, yc, nb, &pf);
-        }
-    }
+    /* A full group with G a constant, so the row loop can be unrolled. */
+    if (g == HC_AXPY_GROUP)
+        q4_group512(HC_AXPY_GROUP, w, h64, y, nb, pf);
+    else
+        q4_group512(g, w, h64, y, nb, pf);
 }
 
 #endif

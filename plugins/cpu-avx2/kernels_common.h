@@ -93,6 +93,15 @@ HC_ALWAYS_INLINE void hc_prefetch_step(hc_prefetch *pf)
 #define HC_AXPY_PF_GROUPS 2
 #define HC_AXPY_Q4_SCALE 64.0f
 #define HC_AXPY_Q4_OFFSET (136.0f / 64.0f)
+/* Blocks a group call covers at most (its scales are staged in L1). */
+#define HC_AXPY_Q4_CHUNK 64
+#if defined(HC_CPU_HAVE_AVX512) || defined(__AVX512F__)
+/* The AVX-512 group step: g rows (w[i] at the chunk's first block, h64[i] =
+ * 64 * h) added into blocks [0, nb) of y, columns in natural order, exactly
+ * as axpy1_q4's AVX2 group step adds them in its decode order. */
+void hc_cpu_axpy_q4_group_avx512(int g, const uint8_t *const *w, const float *h64, float *y,
+                                 int nb, hc_prefetch *pf);
+#endif
 
 /* Quantized x for Q4_0 weights: two blocks (A = 2p, B = 2p+1) per record,
  * laid out for the dot kernel: lo = elements 0..15 of A then of B, hi =
