@@ -470,18 +470,19 @@ void hc_cpu_axpy_task(void *args, int ith, int nth)
     const int64_t nb = (a->cols + 31) / 32;
     int64_t b0, b1;
 
-    /* Threads meet at cache-line boundaries of the rows when that keeps the
-     * shares even (whole units per thread, or many units): 32 blocks of
-     * Q4_0/Q8_0 (576 / 1088 bytes) are whole lines, where one block is not,
-     * and a line two threads share is read from DRAM twice.  (Row starts
-     * are line-aligned whenever the row size is a multiple of 64, as for
-     * any n_embd that is a multiple of 1024 in Q4_0/Q8_0.) */
 #if defined(HC_CPU_KERNELS_AVX2)
     if (a->partial) {
         axpy1_q4_slices(a, ith, nth);
         return;
     }
 #endif
+    /* The column split.  Threads meet at cache-line boundaries of the rows
+     * when that keeps the shares even (whole units per thread, or many
+     * units): 32 blocks of Q4_0/Q8_0 (576 / 1088 bytes) are whole lines,
+     * where one block is not, and a line two threads share is read from
+     * DRAM twice.  (Row starts are line-aligned whenever the row size is a
+     * multiple of 64, as for any n_embd that is a multiple of 1024 in
+     * Q4_0/Q8_0.) */
     const int quant = a->type == HC_TYPE_Q4_0 || a->type == HC_TYPE_Q8_0;
     const int64_t units = (nb + 31) / 32;
     const int lines = quant && units > 0 && (units % nth == 0 || units >= 8 * (int64_t)nth);

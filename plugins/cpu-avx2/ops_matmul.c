@@ -181,7 +181,8 @@ hc_status hc_cpu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
         return HC_OK;
 
     pthread_mutex_lock(&ctx->lock);
-    hc_cpu_axpy_args a = {wtype, wp, row_bytes, rows, cols, hp, n, ip, n_idx, yp, ctx->avx512, NULL, 0, 0};
+    hc_cpu_axpy_args a = {wtype, wp, row_bytes, rows, cols, hp, n, ip, n_idx, yp,
+                          ctx->avx512, NULL, 0, 0};
     int nth = threads_for(ctx, (uint64_t)n_idx * (uint64_t)cols * (uint64_t)n);
     a.n_slices = hc_cpu_axpy_slices(wtype, n, n_idx, &a.slice_rows);
     if (a.n_slices > 0) {
