@@ -81,7 +81,12 @@ static void usage(FILE *f)
             "      --sparse-check      also compute the dense FFN to report the predictor's\n"
             "                          recall and precision (slower)\n"
             "      --ignore-eos        keep generating past the end-of-sequence token\n"
-            HC_TOOL_WEIGHTS_HELP
+            "      --no-mmap           read the weights into memory backed by 2 MiB pages\n"
+            "                          (default when the CPU runs everything and the file needs\n"
+            "                          at most half the available memory: decode touches every\n"
+            "                          weight, and 4 KiB pages cost it a TLB miss each)\n"
+            "      --mmap              map the file instead (no copy; pages shared and\n"
+            "                          loaded on first use)\n"
             "  -v, --verbose           log plugin discovery and loading\n"
             "  -h, --help              this text\n",
             HC_DEFAULT_MODEL_NAME);

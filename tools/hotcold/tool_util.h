@@ -54,15 +54,6 @@ void hc_tool_token_progress_init(hc_tool_token_progress *p, const char *what, in
 /* An hc_progress_fn (core/profile.h); user is the hc_tool_token_progress. */
 void hc_tool_on_token_progress(void *user, int64_t done, int64_t total);
 
-/* --mmap / --no-mmap in `hotcold run`'s help layout. */
-#define HC_TOOL_WEIGHTS_HELP                                                                     \
-    "      --no-mmap           read the weights into memory backed by 2 MiB pages\n"             \
-    "                          (default when the CPU runs everything and the file needs\n"      \
-    "                          at most half the available memory: decode touches every\n"      \
-    "                          weight, and 4 KiB pages cost it a TLB miss each)\n"              \
-    "      --mmap              map the file instead (no copy; pages shared and\n"               \
-    "                          loaded on first use)\n"
-
 /* "off", "oracle", "predictor", "auto" -> hc_sparse_mode.  1 = ok. */
 int hc_tool_parse_sparse_mode(const char *s, int *mode);
 const char *hc_tool_sparse_mode_name(int mode);
