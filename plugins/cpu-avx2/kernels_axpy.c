@@ -104,9 +104,10 @@ HC_ALWAYS_INLINE void axpy_one(const hc_type type, int g, const uint8_t *const *
                                const float *hs, float *y, int64_t b0, int64_t b1,
                                hc_prefetch *pf)
 {
+    const uint64_t bb = hc_type_row_size(type, 32);
     for (int64_t b = b0; b < b1; b++) {
         float *yb = y + b * 32;
-        hc_prefetch_step(pf);
+        hc_prefetch_lines(pf, (uint64_t)(b - b0) * bb, bb);
         __m256 a[4];
         for (int j = 0; j < 4; j++)
             a[j] = _mm256_loadu_ps(yb + 8 * j);
@@ -131,8 +132,9 @@ HC_ALWAYS_INLINE void axpy_many(const hc_type type, int g, const uint8_t *const 
 {
     _Alignas(32) float dec[GROUP][32];
     float fac[GROUP];
+    const uint64_t bb = hc_type_row_size(type, 32);
     for (int64_t b = b0; b < b1; b++) {
-        hc_prefetch_step(pf);
+        hc_prefetch_lines(pf, (uint64_t)(b - b0) * bb, bb);
         for (int i = 0; i < g; i++) {
             __m256 v[4];
             decode_block(type, w[i], b, v, &fac[i]);
@@ -303,7 +305,7 @@ HC_ALWAYS_INLINE void q4_group(const int G, const uint8_t *const *w, const float
     for (int k = 0; k < nb; k++) {
         const size_t off = (size_t)k * HC_Q4_0_BLOCK_BYTES;
         float *d = yd + k * 32;
-        hc_prefetch_step(pf);
+        hc_prefetch_lines(pf, off, HC_Q4_0_BLOCK_BYTES);
         __m256 acc[4];
         for (int j = 0; j < 4; j++)
             acc[j] = _mm256_load_ps(d + 8 * j);
@@ -355,7 +357,7 @@ static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t k0, int64_t k1, float *y
             const int g = k1 - kk < GROUP ? (int)(k1 - kk) : GROUP;
             const uint8_t *w[GROUP];
             float h64[GROUP];
-            hc_prefetch pf = {.n = 0, .bytes = (uint64_t)nb * HC_Q4_0_BLOCK_BYTES};
+            hc_prefetch pf = {.n = 0};
             for (int i = 0; i < g; i++) {
                 const int32_t r = a->idx[kk + i];
                 w[i] = a->wt + (size_t)r * a->row_bytes + coff;
@@ -363,7 +365,6 @@ static void axpy1_q4(const hc_cpu_axpy_args *a, int64_t k0, int64_t k1, float *y
             }
             for (int64_t i = kk + PF_GROUPS * GROUP; i < kk + (PF_GROUPS + 1) * GROUP && i < a->n_idx; i++)
                 pf.p[pf.n++] = a->wt + (size_t)a->idx[i] * a->row_bytes + coff;
-            hc_prefetch_plan(&pf, nb);
 #if defined(HC_CPU_HAVE_AVX512)
             if (wide) {
                 hc_cpu_axpy_q4_group_avx512(g, w, h64, yc, nb, &pf);
@@ -499,7 +500,7 @@ void hc_cpu_axpy_task(void *args, int ith, int nth)
         const int g = a->n_idx - k < GROUP ? (int)(a->n_idx - k) : GROUP;
         const uint8_t *w[GROUP];
         int32_t rr[GROUP];
-        hc_prefetch pf = {.n = 0, .bytes = part};
+        hc_prefetch pf = {.n = 0};
         for (int i = 0; i < g; i++) {
             rr[i] = a->idx[k + i];
             w[i] = a->wt + (size_t)rr[i] * a->row_bytes;
@@ -510,7 +511,6 @@ void hc_cpu_axpy_task(void *args, int ith, int nth)
         for (int64_t i = k + PF_GROUPS * GROUP;
              prefetch && i < k + (PF_GROUPS + 1) * GROUP && i < a->n_idx; i++)
             pf.p[pf.n++] = a->wt + (size_t)a->idx[i] * a->row_bytes + col_off;
-        hc_prefetch_plan(&pf, (c1 - c0 + 31) / 32);
         axpy_group(g, w, a, rr, c0, c1, &pf);
     }
 }

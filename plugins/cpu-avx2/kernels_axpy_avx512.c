@@ -102,8 +102,7 @@ HC_ALWAYS_INLINE void q4_group512(const int G, const uint8_t *const *w, const fl
         __m512 acc[2 * STEP];
         for (int j = 0; j < 2 * STEP; j++)
             acc[j] = _mm512_loadu_ps(yk + 16 * j);
-        for (int j = 0; j < STEP; j++)
-            hc_prefetch_step(pf);
+        hc_prefetch_lines(pf, (uint64_t)k * HC_Q4_0_BLOCK_BYTES, STEP * HC_Q4_0_BLOCK_BYTES);
         for (int i = 0; i < G; i++) {
             const uint8_t *row = w[i] + (size_t)k * HC_Q4_0_BLOCK_BYTES;
             for (int j = 0; j < STEP; j++) {
@@ -123,7 +122,7 @@ HC_ALWAYS_INLINE void q4_group512(const int G, const uint8_t *const *w, const fl
     for (; k < nb; k++) {
         float *yk = y + (size_t)k * 32;
         __m512 a0 = _mm512_loadu_ps(yk), a1 = _mm512_loadu_ps(yk + 16);
-        hc_prefetch_step(pf);
+        hc_prefetch_lines(pf, (uint64_t)k * HC_Q4_0_BLOCK_BYTES, HC_Q4_0_BLOCK_BYTES);
         for (int i = 0; i < G; i++) {
             __m512 lo, hi;
             q4_block(w[i] + (size_t)k * HC_Q4_0_BLOCK_BYTES, ctl, nib, top, &lo, &hi);

@@ -34,17 +34,6 @@ typedef struct tile {
     hc_prefetch pf;       /* rows a later tile reads: requested meanwhile */
 } tile;
 
-/* Steps of the inner loop of a tile that prefetch: pairs of blocks (Q4_0),
- * blocks (Q8_0) or 8 columns (F32/F16). */
-static inline int64_t tile_steps(const hc_cpu_mm_args *a)
-{
-    switch (a->type) {
-    case HC_TYPE_Q4_0: return a->cols / 64;
-    case HC_TYPE_Q8_0: return a->cols / 32;
-    default: return a->cols / 8;
-    }
-}
-
 #if defined(HC_CPU_KERNELS_AVX2)
 
 /* ---- F32 / F16 weights, F32 x ------------------------------------------ */
@@ -76,11 +65,12 @@ HC_ALWAYS_INLINE void tile_float(const hc_type type, const int R, const int T, t
             acc[r][t] = _mm256_setzero_ps();
     /* Float rows of 2 KiB and more are not prefetched: keep their loop free
      * of the check (the compiler unswitches on this invariant). */
-    const int pf = tl->pf.per_step > 0;
+    const int pf = tl->pf.n > 0;
+    const uint64_t esize = type == HC_TYPE_F16 ? 2 : 4;
     for (; c + 8 <= cols; c += 8) {
         __m256 xv[4];
         if (pf)
-            hc_prefetch_step(&tl->pf);
+            hc_prefetch_lines(&tl->pf, (uint64_t)c * esize, 8 * esize);
         for (int t = 0; t < T; t++)
             xv[t] = _mm256_loadu_ps(x[t] + c);
         for (int r = 0; r < R; r++) {
@@ -148,7 +138,7 @@ HC_ALWAYS_INLINE void tile_q4(const int R, const int T, tile *tl, const hc_cpu_m
             acc[r][t] = _mm256_setzero_ps();
     for (int64_t p = 0; p < np; p++) {
         const size_t offA = (size_t)(2 * p) * HC_Q4_0_BLOCK_BYTES;
-        hc_prefetch_step(&tl->pf);
+        hc_prefetch_lines(&tl->pf, offA, 2 * HC_Q4_0_BLOCK_BYTES);
         for (int r = 0; r < R; r++) {
             __m256i lo, hi;
             __m256 dw = q4_pair(tl->w[r] + offA, tl->w[r] + offA + HC_Q4_0_BLOCK_BYTES, &lo, &hi);
@@ -190,7 +180,7 @@ HC_ALWAYS_INLINE void tile_q8(const int R, const int T, tile *tl, const hc_cpu_m
         for (int t = 0; t < T; t++)
             acc[r][t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        hc_prefetch_step(&tl->pf);
+        hc_prefetch_lines(&tl->pf, (uint64_t)b * HC_Q8_0_BLOCK_BYTES, HC_Q8_0_BLOCK_BYTES);
         for (int r = 0; r < R; r++) {
             const uint8_t *blk = tl->w[r] + (size_t)b * HC_Q8_0_BLOCK_BYTES;
             /* Sign-extend to int16 and use madd: no sign tricks needed and
@@ -322,7 +312,6 @@ void HC_CPU_MM_TASK(void *args, int ith, int nth)
     const int wide = a->type == HC_TYPE_F32 || a->type == HC_TYPE_F16 ? 8 : 4;
     int64_t ahead = ((int64_t)PF_BYTES + (int64_t)a->row_bytes - 1) / (int64_t)a->row_bytes;
     ahead = ahead > PF_TILES * wide ? ahead : PF_TILES * wide;
-    const int64_t steps = tile_steps(a) > 0 ? tile_steps(a) : 1;
     for (int64_t tb = 0; tb < a->n; tb += TOKEN_BLOCK) {
         const int64_t te = a->n - tb < TOKEN_BLOCK ? a->n : tb + TOKEN_BLOCK;
         for (int64_t k = k0; k < k1;) {
@@ -344,10 +333,8 @@ void HC_CPU_MM_TASK(void *args, int ith, int nth)
                 tl.w[r] = a->w + (size_t)tl.out[r] * a->row_bytes;
             }
             tl.pf.n = 0;
-            tl.pf.bytes = a->row_bytes;
             for (int64_t j = k + ahead; prefetch && j < k + ahead + R && j < k1; j++)
                 tl.pf.p[tl.pf.n++] = a->w + (size_t)row_at(a, j) * a->row_bytes;
-            hc_prefetch_plan(&tl.pf, steps);
             for (int64_t t = tb; t < te;) {
                 const int64_t left = te - t;
                 if (R >= 4) {
@@ -360,15 +347,14 @@ void HC_CPU_MM_TASK(void *args, int ith, int nth)
                     /* Rows of a 2-row tile finish their last tokens alone. */
                     const int T = left < 4 ? (int)left : 4;
                     for (int r = 0; r < R; r++) {
-                        tile one = {{tl.w[r]}, {tl.out[r]}, {.n = 0, .bytes = a->row_bytes}};
+                        tile one = {{tl.w[r]}, {tl.out[r]}, {.n = 0}};
                         if (r < tl.pf.n)
                             one.pf.p[one.pf.n++] = tl.pf.p[r];
-                        hc_prefetch_plan(&one.pf, steps);
                         pick(a->type, T)(&one, a, t);
                     }
                     t += T;
                 }
-                tl.pf.per_step = 0; /* requested once: later tokens reuse the rows */
+                tl.pf.n = 0; /* requested once: later tokens reuse the rows */
             }
             k += R;
         }
