@@ -302,7 +302,8 @@ void HC_CPU_MM_TASK(void *args, int ith, int nth)
     const int64_t count = a->idx ? a->n_idx : a->rows;
     int64_t k0, k1;
 
-    hc_cpu_split(count, ith, nth, 4, &k0, &k1);
+    /* ith: a part, claimed in order (hc_cpu_pool_run_parts). */
+    hc_cpu_split_tapered(count, ith, nth, 4, &k0, &k1);
 #if defined(HC_CPU_KERNELS_AVX2)
     /* Software prefetch pays where the arithmetic is heavy enough to hide
      * it behind (the 8-bit kernels) or rows are too short for the hardware

@@ -50,7 +50,8 @@ static int threads_for(hc_plugin_ctx *ctx, uint64_t macs)
 
 /* Parts of a matmul: PARTS_PER_THREAD per thread, so that threads that
  * run at different speeds still finish together, but no fewer than
- * MIN_PART_ROWS rows each (a part's first rows start without prefetch). */
+ * MIN_PART_ROWS rows each on average (a part's first rows start without
+ * prefetch; the task tapers the sizes, hc_cpu_split_tapered). */
 #define PARTS_PER_THREAD 8
 #define MIN_PART_ROWS 64
 static int mm_parts(hc_plugin_ctx *ctx, int64_t rows, uint64_t macs)
