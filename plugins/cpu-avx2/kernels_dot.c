@@ -71,11 +71,11 @@ HC_ALWAYS_INLINE void tile_float(const hc_type type, const int R, const int T, t
         __m256 xv[4];
         if (pf)
             hc_prefetch_lines(&tl->pf, (uint64_t)c * esize, 8 * esize);
-        for (int t = 0; t < T; t++)
+        HC_UNROLL for (int t = 0; t < T; t++)
             xv[t] = _mm256_loadu_ps(x[t] + c);
-        for (int r = 0; r < R; r++) {
+        HC_UNROLL for (int r = 0; r < R; r++) {
             __m256 wv = load_w8(type, tl->w[r], c);
-            for (int t = 0; t < T; t++)
+            HC_UNROLL for (int t = 0; t < T; t++)
                 acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
         }
     }
@@ -139,10 +139,10 @@ HC_ALWAYS_INLINE void tile_q4(const int R, const int T, tile *tl, const hc_cpu_m
     for (int64_t p = 0; p < np; p++) {
         const size_t offA = (size_t)(2 * p) * HC_Q4_0_BLOCK_BYTES;
         hc_prefetch_lines(&tl->pf, offA, 2 * HC_Q4_0_BLOCK_BYTES);
-        for (int r = 0; r < R; r++) {
+        HC_UNROLL for (int r = 0; r < R; r++) {
             __m256i lo, hi;
             __m256 dw = q4_pair(tl->w[r] + offA, tl->w[r] + offA + HC_Q4_0_BLOCK_BYTES, &lo, &hi);
-            for (int t = 0; t < T; t++)
+            HC_UNROLL for (int t = 0; t < T; t++)
                 acc[r][t] = q4_dot(lo, hi, dw, &x[t][p], acc[r][t]);
         }
     }
@@ -181,14 +181,14 @@ HC_ALWAYS_INLINE void tile_q8(const int R, const int T, tile *tl, const hc_cpu_m
             acc[r][t] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         hc_prefetch_lines(&tl->pf, (uint64_t)b * HC_Q8_0_BLOCK_BYTES, HC_Q8_0_BLOCK_BYTES);
-        for (int r = 0; r < R; r++) {
+        HC_UNROLL for (int r = 0; r < R; r++) {
             const uint8_t *blk = tl->w[r] + (size_t)b * HC_Q8_0_BLOCK_BYTES;
             /* Sign-extend to int16 and use madd: no sign tricks needed and
              * |w*x| pairs stay far from int32 limits. */
             __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 2)));
             __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(blk + 18)));
             __m256 dw = _mm256_set1_ps(hc_f16(blk));
-            for (int t = 0; t < T; t++) {
+            HC_UNROLL for (int t = 0; t < T; t++) {
                 const __m256i *xv = (const __m256i *)(xq[t] + b * 32);
                 __m256i s = _mm256_add_epi32(_mm256_madd_epi16(w0, _mm256_load_si256(xv)),
                                              _mm256_madd_epi16(w1, _mm256_load_si256(xv + 1)));
