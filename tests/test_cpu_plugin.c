@@ -8,6 +8,8 @@
  *    sparse ops leave unlisted rows untouched,
  *  - a few spot checks against core/ref (the full numerical suite is
  *    test_conformance),
+ *  - the shrinking parts matmul splits rows into (hc_cpu_split_tapered) cover
+ *    every row once, in order, aligned, largest first,
  *  - argument checking: out-of-range and overflowing refs, bad row indices,
  *    NULL buffers, misalignment and overlap are HC_E_INVALID with a message,
  *    unknown types and op codes HC_E_UNSUPPORTED, and nothing is written.
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_kernels.h" /* hc_cpu_split_tapered, checked on its own below */
 #include "hotcold/plugin.h"
 #include "ref/ref.h"
 #include "test_util.h"
@@ -1023,6 +1026,47 @@ START_TEST(test_argument_checks)
 }
 END_TEST
 
+/* Parts are claimed in index order, so part k must follow part k-1 exactly,
+ * the parts must cover [0, total) once, start at multiples of align, and
+ * shrink (in align units, up to one unit of rounding; a part clipped by
+ * total is exempt).  The first part is about twice the average and the last about
+ * 1/n of it: check both within one unit. */
+START_TEST(test_tapered_split)
+{
+    const int64_t totals[] = {0, 1, 3, 5, 64, 131, 301, 563, 5632, 32000};
+    const int parts[] = {1, 2, 3, 8, 16, 17, 128};
+    const int64_t aligns[] = {1, 4, 8};
+    for (size_t ti = 0; ti < sizeof totals / sizeof *totals; ti++)
+        for (size_t pi = 0; pi < sizeof parts / sizeof *parts; pi++)
+            for (size_t ai = 0; ai < sizeof aligns / sizeof *aligns; ai++) {
+                const int64_t total = totals[ti], align = aligns[ai];
+                const int n = parts[pi];
+                const int64_t units = (total + align - 1) / align;
+                int64_t at = 0, prev = 0;
+                for (int k = 0; k < n; k++) {
+                    int64_t b, e;
+                    hc_cpu_split_tapered(total, k, n, align, &b, &e);
+                    ck_assert_msg(b == at && e >= b && e <= total,
+                                  "total %lld, %d parts, align %lld: part %d is [%lld, %lld) "
+                                  "after %lld",
+                                  (long long)total, n, (long long)align, k, (long long)b,
+                                  (long long)e, (long long)at);
+                    ck_assert(b == total || b % align == 0);
+                    const int64_t size = (e - b + align - 1) / align;
+                    if (k > 0 && e < total)
+                        ck_assert_msg(size <= prev + 1, "part %d grows", k);
+                    if (k == 0)
+                        ck_assert(size <= (2 * units + n - 1) / n + 1);
+                    if (k == n - 1)
+                        ck_assert(size <= units / ((int64_t)n * n) + 1);
+                    prev = size;
+                    at = e;
+                }
+                ck_assert_int_eq(at, total);
+            }
+}
+END_TEST
+
 static Suite *cpu_plugin_suite(void)
 {
     Suite *s = suite_create("cpu_plugin");
@@ -1038,6 +1082,7 @@ static Suite *cpu_plugin_suite(void)
     tcase_add_loop_test(tc, test_argument_checks, 0, N_VARIANTS);
     tcase_add_test(tc, test_vnni_matches_avx2);
     tcase_add_test(tc, test_avx512_matches_avx2);
+    tcase_add_test(tc, test_tapered_split);
     suite_add_tcase(s, tc);
     return s;
 }
