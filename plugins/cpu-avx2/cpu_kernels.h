@@ -38,8 +38,8 @@ static inline void hc_cpu_split(int64_t total, int ith, int nth, int64_t align, 
  * parts are about twice the average and the last ones about 1/n of it.
  * Whichever thread runs out of work first waits at most for a small part;
  * equal parts left it waiting for up to a whole average one at the end of
- * every op (~3% of a decode on two threads), and more, smaller parts would
- * each start without prefetched rows. */
+ * every op (tapering made a sparse decode on two threads 2.7% faster), and
+ * more, smaller parts would each start without prefetched rows. */
 static inline int64_t hc_cpu_tapered_cut(int64_t units, int k, int n)
 {
     const int64_t left = n - k;
