@@ -51,7 +51,9 @@ static int threads_for(hc_plugin_ctx *ctx, uint64_t macs)
 /* Parts of a matmul: PARTS_PER_THREAD per thread, so that threads that
  * run at different speeds still finish together, but no fewer than
  * MIN_PART_ROWS rows each on average (a part's first rows start without
- * prefetch; the task tapers the sizes, hc_cpu_split_tapered). */
+ * prefetch), and never fewer than 2 per thread: the task tapers the sizes
+ * (hc_cpu_split_tapered), and one tapered part per thread would give the
+ * first thread 3/4 of the rows on two threads. */
 #define PARTS_PER_THREAD 8
 #define MIN_PART_ROWS 64
 static int mm_parts(hc_plugin_ctx *ctx, int64_t rows, uint64_t macs)
@@ -62,7 +64,7 @@ static int mm_parts(hc_plugin_ctx *ctx, int64_t rows, uint64_t macs)
     int64_t parts = rows / MIN_PART_ROWS;
     if (parts > (int64_t)nth * PARTS_PER_THREAD)
         parts = (int64_t)nth * PARTS_PER_THREAD;
-    return parts > nth ? (int)parts : nth;
+    return parts > 2 * (int64_t)nth ? (int)parts : 2 * nth;
 }
 
 /* Quantizes the n tokens of x into scratch when the type works on 8-bit x. */
