@@ -32,7 +32,7 @@
 /* Unrolls the row (and token) loops of a tile, whose trip counts are
  * constants: GCC's size limits otherwise keep the 4-row Q4_0 loop rolled,
  * with the accumulators in memory (a store and a reload per row and step)
- * and 40% more time per block in cache. */
+ * and about 25% more time per block in cache (1.07 against 0.85 ns). */
 #define HC_UNROLL _Pragma("GCC unroll 8")
 
 /* fp16 -> fp32 for every bit pattern, filled by hc_cpu_kernels_init().  A
