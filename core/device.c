@@ -108,8 +108,17 @@ int hc_dev_alloc(hc_dev *d, uint64_t bytes, hc_buffer **out)
 
 void hc_dev_free(hc_dev *d, hc_buffer *b)
 {
-    if (b)
-        d->ops->buffer_free(b);
+    if (!b)
+        return;
+    /* Ops queued or running on the device's stream may still read or write
+     * the buffer (uploads of a placement that ran out of memory half-way,
+     * say): let them finish first, as the ABI promises plugins.  Its result
+     * does not matter here, and a stream with nothing queued returns at
+     * once. */
+    if (d->stream && d->ops->stream_sync(d->stream) != HC_OK)
+        HC_DEBUG("%s: stream_sync before buffer_free failed: %s", d->label,
+                 d->ops->last_error(d->be->ctx));
+    d->ops->buffer_free(b);
 }
 
 int hc_dev_buffer_from_host(hc_dev *d, const void *ptr, uint64_t bytes, hc_buffer **out)

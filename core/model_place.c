@@ -346,6 +346,8 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
             goto out;
         /* Out of device memory: a smaller hot set, then nothing.  What
          * was placed before the failure is what the device could hold. */
+        char why[256];
+        snprintf(why, sizeof why, "%s", hc_last_error());
         const uint64_t was = in.budget;
         const uint64_t held = m->gpu_weight_bytes < was ? m->gpu_weight_bytes : was;
         in.budget = held / 4 * 3;
@@ -363,8 +365,8 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
                      "the GPU had no memory: everything on the CPU, the GPU unused");
             break;
         }
-        HC_WARN("%s: out of memory placing %.1f MiB; retrying with a budget of %.1f MiB",
-                m->gpu.label, (double)was / MiB, (double)in.budget / MiB);
+        HC_WARN("%s: out of memory placing %.1f MiB (%s); retrying with a budget of %.1f MiB",
+                m->gpu.label, (double)was / MiB, why, (double)in.budget / MiB);
         if (in.budget < (1u << 20)) {
             nothing_placed = 1;
             if (hc_plan_all(&in, 0, &m->plan))

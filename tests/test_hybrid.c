@@ -358,8 +358,14 @@ int main(void)
     tcase_add_test(tc, hybrid_dense);
     tcase_add_test(tc, fallback_ops);
     tcase_add_test(tc, gpu_index_reused);
-    tcase_add_test(tc, gpu_out_of_memory);
     suite_add_tcase(s, tc);
+    /* Its own case, so that a run can pick it alone (CK_RUN_CASE=oom:
+     * test_hybrid_staging in hybrid.cmake). */
+    TCase *oom = tcase_create("oom");
+    tcase_set_timeout(oom, 600);
+    tcase_add_checked_fixture(oom, NULL, clear_memory_limit);
+    tcase_add_test(oom, gpu_out_of_memory);
+    suite_add_tcase(s, oom);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_VERBOSE);

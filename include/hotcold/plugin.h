@@ -232,6 +232,8 @@ typedef struct hc_plugin_ops {
 
     /* --- buffers (alloc/free required) --------------------------------- */
     hc_status (*buffer_alloc)(hc_device *dev, uint64_t size, hc_buffer **out);
+    /* The core frees a buffer only after stream_sync on its device's
+     * stream: no op queued or running uses it any more. */
     void (*buffer_free)(hc_buffer *buf);
     /* optional: a device buffer over existing host memory (zero-copy). */
     hc_status (*buffer_wrap_host)(hc_device *dev, void *ptr, uint64_t size, hc_buffer **out);
