@@ -178,6 +178,21 @@ int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t col
                  "matvec_rows");
 }
 
+int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64_t cols, hc_ref x,
+                        int64_t n)
+{
+    if (HC_DEV_HAS(d, matmul_batch))
+        return check(d, d->ops->matmul_batch(d->stream, desc, n_desc, cols, x, n), "matmul_batch");
+    for (int i = 0; i < n_desc; i++) {
+        const hc_matmul_desc *m = &desc[i];
+        if (m->idx.buf ? hc_dev_matvec_rows(d, m->wtype, m->w, m->rows, cols, x, n, m->idx,
+                                            m->n_idx, m->y)
+                       : hc_dev_matmul(d, m->wtype, m->w, m->rows, cols, x, n, m->y))
+            return -1;
+    }
+    return 0;
+}
+
 int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols, hc_ref h,
                      int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {

@@ -61,6 +61,10 @@ int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc
                   int64_t n, hc_ref y);
 int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
                        int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+/* The products of one x (ABI 1.2 matmul_batch; without it, one matmul or
+ * matvec_rows per desc). */
+int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64_t cols, hc_ref x,
+                        int64_t n);
 int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols, hc_ref h,
                      int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
 int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps);

@@ -103,10 +103,14 @@ static int attention_block(hc_context *c, const hc_layer *l, int il, int n)
     hc_ref k_new = hc_ref_at(k_all, (uint64_t)c->n_past * kv_dim * F32);
     hc_ref v_new = hc_ref_at(v_all, (uint64_t)c->n_past * kv_dim * F32);
 
-    if (block_input(c, &l->attn_norm, n) ||
-        hc_dev_matmul(d, l->wq.type, wref(&l->wq, on), e, e, A->xn, n, A->q) ||
-        hc_dev_matmul(d, l->wk.type, wref(&l->wk, on), kv_dim, e, A->xn, n, k_new) ||
-        hc_dev_matmul(d, l->wv.type, wref(&l->wv, on), kv_dim, e, A->xn, n, v_new) ||
+    /* q, k and v of the same input in one call: one piece of work for the
+     * device instead of three (two of them small). */
+    const hc_ref every = {NULL, 0};
+    const hc_matmul_desc qkv[3] = {{l->wq.type, wref(&l->wq, on), e, every, 0, A->q},
+                                   {l->wk.type, wref(&l->wk, on), kv_dim, every, 0, k_new},
+                                   {l->wv.type, wref(&l->wv, on), kv_dim, every, 0, v_new}};
+
+    if (block_input(c, &l->attn_norm, n) || hc_dev_matmul_batch(d, qkv, 3, e, A->xn, n) ||
         hc_dev_rope(d, A->q, n, hp->n_head, hp->head_dim, hp->n_rot, A->pos,
                     hp->rope_freq_base, hp->rope_freq_scale, hp->rope_mode) ||
         hc_dev_rope(d, k_new, n, hp->n_head_kv, hp->head_dim, hp->n_rot, A->pos,
@@ -332,15 +336,17 @@ static int share_h(hc_context *c, const hc_layer *l, const share *s, int n, int 
     const int64_t e = hp->n_embd;
     hc_dev *d = dev_at(c, s->on);
     hc_acts *A = &c->a[s->on];
-    const int all = s->k == s->rows; /* dense: plain matmuls */
-    if (!gate_ready &&
-        (all ? hc_dev_matmul(d, l->ffn_gate.type, s->gate, s->rows, e, A->xn, n, A->gate)
-             : hc_dev_matvec_rows(d, l->ffn_gate.type, s->gate, s->rows, e, A->xn, n, s->list,
-                                  s->k, A->gate)))
-        return -1;
-    if ((all ? hc_dev_matmul(d, l->ffn_up.type, s->up, s->rows, e, A->xn, n, A->up)
-             : hc_dev_matvec_rows(d, l->ffn_up.type, s->up, s->rows, e, A->xn, n, s->list, s->k,
-                                  A->up)) ||
+    /* Dense: every row, as plain matmuls; else the listed rows.  Gate and
+     * up in one call (one piece of work for the device). */
+    const int all = s->k == s->rows;
+    const hc_ref list = all ? (hc_ref){NULL, 0} : s->list;
+    const int64_t k = all ? 0 : s->k;
+    hc_matmul_desc gu[2];
+    int nd = 0;
+    if (!gate_ready)
+        gu[nd++] = (hc_matmul_desc){l->ffn_gate.type, s->gate, s->rows, list, k, A->gate};
+    gu[nd++] = (hc_matmul_desc){l->ffn_up.type, s->up, s->rows, list, k, A->up};
+    if (hc_dev_matmul_batch(d, gu, nd, e, A->xn, n) ||
         hc_dev_glu(d, hp->ffn_act, A->gate, A->up, A->gate, (int64_t)n * s->rows,
                    hp->ffn_gate_shift))
         return -1;

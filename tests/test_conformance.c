@@ -919,6 +919,187 @@ START_TEST(test_axpy_rows)
 }
 END_TEST
 
+/* ---- matmul_batch (ABI 1.2) ------------------------------------------- */
+
+#define BATCH_MAX 5
+
+static void expect_refused(conf_dev *d, hc_status s, const char *what);
+
+/* One batch case: np products of one x, product i of type ty[i] with rs[i]
+ * rows and row list ls[i] (-1: every row, as matmul).  Each output is
+ * compared with the reference (listed rows; the others must keep y's
+ * random prefill bit for bit) and with the plugin's own matmul /
+ * matvec_rows of the same product, which the ABI says it equals bit for
+ * bit. */
+static void batch_case(conf_dev *d, const hc_type *ty, const int64_t *rs, const int *ls, int np,
+                       int64_t cols, int64_t n, uint64_t seed)
+{
+    char what[200];
+    dbuf x = {0}, w[BATCH_MAX] = {{0}}, di[BATCH_MAX] = {{0}}, y[BATCH_MAX] = {{0}},
+         y1[BATCH_MAX] = {{0}};
+    void *wq[BATCH_MAX] = {0};
+    int32_t *idx[BATCH_MAX] = {0};
+    int64_t n_idx[BATCH_MAX] = {0};
+    float *pre[BATCH_MAX] = {0}, *got[BATCH_MAX] = {0}, *one[BATCH_MAX] = {0};
+    hc_matmul_desc desc[BATCH_MAX];
+    const size_t nx = (size_t)(n * cols);
+    float *hx = xmalloc(nx * sizeof(float));
+    conf_rng r = rng_seed(seed);
+    int len = snprintf(what, sizeof what, "n=%lld cols %lld:", (long long)n, (long long)cols);
+
+    fill_uniform(&r, hx, nx, 1.0f);
+    if (dbuf_new(d, &x, nx * 4, hx) != 0)
+        goto out;
+    for (int i = 0; i < np; i++) {
+        const size_t ny = (size_t)(n * rs[i]);
+        uint64_t wbytes;
+        wq[i] = make_weights(ty[i], rs[i], cols, seed + 10u * (uint64_t)i, &wbytes);
+        idx[i] = xmalloc((size_t)(rs[i] > 0 ? rs[i] : 1) * sizeof(int32_t));
+        n_idx[i] = ls[i] < 0 ? 0 : make_list((list_kind)ls[i], rs[i], seed + (uint64_t)i, idx[i]);
+        pre[i] = xmalloc(ny * sizeof(float));
+        got[i] = xmalloc(ny * sizeof(float));
+        one[i] = xmalloc(ny * sizeof(float));
+        fill_uniform(&r, pre[i], ny, 100.0f);
+        if (dbuf_new(d, &w[i], wbytes, wq[i]) != 0 ||
+            dbuf_new(d, &di[i], (uint64_t)n_idx[i] * 4, idx[i]) != 0 ||
+            dbuf_new(d, &y[i], ny * 4, pre[i]) != 0 || dbuf_new(d, &y1[i], ny * 4, pre[i]) != 0)
+            goto out;
+        desc[i] = (hc_matmul_desc){ty[i], dref(&w[i]), rs[i],
+                                   ls[i] < 0 ? (hc_ref){NULL, 0} : dref(&di[i]), n_idx[i],
+                                   dref(&y[i])};
+        len += snprintf(what + len, sizeof what - (size_t)len, " %s %lldx%s", type_name(ty[i]),
+                        (long long)rs[i], ls[i] < 0 ? "all" : LIST_NAMES[ls[i]]);
+    }
+    CONF_CALL(d, d->ops->matmul_batch(d->st, desc, np, cols, dref(&x), n));
+    for (int i = 0; i < np; i++)
+        CONF_CALL(d, ls[i] < 0 ? d->ops->matmul(d->st, ty[i], dref(&w[i]), rs[i], cols, dref(&x),
+                                                n, dref(&y1[i]))
+                               : d->ops->matvec_rows(d->st, ty[i], dref(&w[i]), rs[i], cols,
+                                                     dref(&x), n, dref(&di[i]), n_idx[i],
+                                                     dref(&y1[i])));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (!dbuf_input_ok(&x, hx, what, "x"))
+        goto out;
+    for (int i = 0; i < np; i++) {
+        const size_t ny = (size_t)(n * rs[i]);
+        char part[240];
+        snprintf(part, sizeof part, "%s [product %d]", what, i);
+        if (dbuf_get(&y[i], got[i], 0, ny * 4) != 0 || dbuf_get(&y1[i], one[i], 0, ny * 4) != 0 ||
+            !dbuf_guards_ok(&y[i], part, "y") || !dbuf_input_ok(&w[i], wq[i], part, "w") ||
+            !dbuf_input_ok(&di[i], idx[i], part, "idx"))
+            goto out;
+        if (memcmp(got[i], one[i], ny * sizeof(float)) != 0) {
+            conf_fail(d, "matmul_batch %s differs from the single op's result", part);
+            goto out;
+        }
+        /* Against the reference: listed (or all) rows; the rest unchanged. */
+        float *want = xmalloc(ny * sizeof(float));
+        memcpy(want, pre[i], ny * sizeof(float));
+        if (ls[i] < 0)
+            hc_ref_matmul(ty[i], wq[i], rs[i], cols, hx, n, want);
+        else
+            hc_ref_matvec_rows(ty[i], wq[i], rs[i], cols, hx, n, idx[i], n_idx[i], want);
+        double *energy = dot_energy(ty[i], wq[i], rs[i], cols, hx, n, ls[i] < 0 ? NULL : idx[i],
+                                    ls[i] < 0 ? 0 : n_idx[i]);
+        uint8_t *listed = calloc((size_t)(rs[i] > 0 ? rs[i] : 1), 1);
+        float *g_got = xmalloc((ny ? ny : 1) * sizeof(float));
+        double *g_want = xmalloc((ny ? ny : 1) * sizeof(double));
+        double *g_energy = xmalloc((ny ? ny : 1) * sizeof(double));
+        ck_assert(listed != NULL);
+        for (int64_t k = 0; k < (ls[i] < 0 ? rs[i] : n_idx[i]); k++)
+            listed[ls[i] < 0 ? k : idx[i][k]] = 1;
+        size_t m = 0;
+        int changed = 0;
+        for (size_t e = 0; e < ny; e++) {
+            if (listed[e % (size_t)rs[i]]) {
+                g_got[m] = got[i][e];
+                g_want[m] = want[e];
+                g_energy[m++] = energy[e];
+            } else if (memcmp(&got[i][e], &pre[i][e], sizeof(float)) != 0) {
+                changed = 1;
+            }
+        }
+        if (changed)
+            conf_fail(d, "matmul_batch %s: an unlisted row changed", part);
+        else if (m > 0)
+            report(d, "matmul_batch", worst_slot(ty[i]), part,
+                   compare_energy(g_got, g_want, g_energy, m), bound_for_type(ty[i]));
+        free(want);
+        free(energy);
+        free(listed);
+        free(g_got);
+        free(g_want);
+        free(g_energy);
+    }
+out:
+    dbuf_free(&x);
+    for (int i = 0; i < BATCH_MAX; i++) {
+        dbuf_free(&w[i]);
+        dbuf_free(&di[i]);
+        dbuf_free(&y[i]);
+        dbuf_free(&y1[i]);
+        free(wq[i]);
+        free(idx[i]);
+        free(pre[i]);
+        free(got[i]);
+        free(one[i]);
+    }
+    free(hx);
+}
+
+START_TEST(test_matmul_batch)
+{
+    conf_dev *d = &g_dev[_i];
+    g_fail = 0;
+    if (!HC_OPS_HAS(d->ops, matmul_batch)) {
+        printf("conf %-28s matmul_batch: not provided\n", d->name);
+        return;
+    }
+    /* q/k/v-like (one large, two small, every row), gate/up-like (two
+     * lists), an empty list and a one-row product among others, a batch
+     * longer than a plugin may take in one piece, and types that quantize
+     * x differently in one batch. */
+    for (size_t ti = 0; ti < 4; ti++) {
+        const hc_type t = ALL_TYPES[ti];
+        const hc_type t3[3] = {t, t, t}, t5[5] = {t, t, t, t, t};
+        const int64_t qkv[3] = {256, 64, 64}, gu[2] = {688, 688}, odd[5] = {13, 7, 1, 96, 5};
+        const int all3[3] = {-1, -1, -1}, lists2[2] = {LIST_P5, LIST_P5},
+                  mix5[5] = {LIST_UNSORTED, -1, LIST_ONE, LIST_EMPTY, LIST_LAST};
+        for (int64_t n = 1; n <= 3; n += 2) {
+            batch_case(d, t3, qkv, all3, 3, 256, n, 500 + ti + 10 * (uint64_t)n);
+            batch_case(d, t3, gu, lists2, 2, 256, n, 600 + ti + 10 * (uint64_t)n);
+            batch_case(d, t5, odd, mix5, 5, 96, n, 700 + ti + 10 * (uint64_t)n);
+        }
+    }
+    const hc_type mixed[4] = {HC_TYPE_Q4_0, HC_TYPE_Q8_0, HC_TYPE_F16, HC_TYPE_F32};
+    const int64_t mrows[4] = {40, 33, 17, 9};
+    const int mlists[4] = {-1, LIST_P50, -1, LIST_FIRST};
+    batch_case(d, mixed, mrows, mlists, 4, 128, 1, 800);
+    batch_case(d, mixed, mrows, mlists, 4, 128, 3, 801);
+
+    /* Two products writing the same y: refused. */
+    {
+        uint64_t wbytes;
+        void *wq = make_weights(HC_TYPE_F32, 8, 32, 900, &wbytes);
+        float hx[32] = {0};
+        dbuf w = {0}, x = {0}, y = {0};
+        if (dbuf_new(d, &w, wbytes, wq) == 0 && dbuf_new(d, &x, sizeof hx, hx) == 0 &&
+            dbuf_new(d, &y, 8 * 4, NULL) == 0) {
+            const hc_matmul_desc two[2] = {
+                {HC_TYPE_F32, dref(&w), 8, {NULL, 0}, 0, dref(&y)},
+                {HC_TYPE_F32, dref(&w), 8, {NULL, 0}, 0, dref(&y)}};
+            expect_refused(d, d->ops->matmul_batch(d->st, two, 2, 32, dref(&x), 1),
+                           "matmul_batch: two ys in one place");
+        }
+        dbuf_free(&w);
+        dbuf_free(&x);
+        dbuf_free(&y);
+        free(wq);
+    }
+    CONF_TEST_END();
+}
+END_TEST
+
 /* ---- layer ops ------------------------------------------------------------ */
 
 /* A layer op's output buffer compared with the reference; guards checked. */
@@ -1728,6 +1909,7 @@ int main(void)
     device_tcase(s, "matmul", test_matmul, 600);
     device_tcase(s, "matvec_rows", test_matvec_rows, 600);
     device_tcase(s, "axpy_rows", test_axpy_rows, 600);
+    device_tcase(s, "matmul_batch", test_matmul_batch, 120);
     device_tcase(s, "rmsnorm", test_rmsnorm, 60);
     device_tcase(s, "rope", test_rope, 60);
     device_tcase(s, "attention", test_attention, 120);

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define HC_PLUGIN_ABI_MAJOR 1
-#define HC_PLUGIN_ABI_MINOR 1
+#define HC_PLUGIN_ABI_MINOR 2
 #define HC_PLUGIN_ENTRY_SYMBOL "hc_plugin_entry"
 
 #if defined(_WIN32)
@@ -203,6 +203,19 @@ typedef enum hc_op_id {
     HC_OP_COPY = 9
 } hc_op_id;
 
+/* One product of a matmul_batch (ABI 1.2): W (rows x cols of wtype) times
+ * the batch's x into y (n x rows F32), for every row when idx.buf is NULL
+ * (as matmul), else for the n_idx listed rows (as matvec_rows).  Fixed for
+ * ABI 1.x: a later need gets a new op, not a longer struct. */
+typedef struct hc_matmul_desc {
+    hc_type wtype;
+    hc_ref w;
+    int64_t rows;
+    hc_ref idx;
+    int64_t n_idx;
+    hc_ref y;
+} hc_matmul_desc;
+
 /* ---- the table ---------------------------------------------------------- */
 typedef struct hc_plugin_ops {
     /* --- header: fixed forever ---------------------------------------- */
@@ -304,7 +317,17 @@ typedef struct hc_plugin_ops {
      * is issued, or only at sync; results are the same either way. */
     hc_status (*stream_flush)(hc_stream *s);
 
-    /* --- append new entries for ABI 1.2 and later below this line ------- */
+    /* --- ABI 1.2 ------------------------------------------------------ */
+    /* optional: the n_desc products of one x (n x cols F32) in one call:
+     * each desc as matmul or matvec_rows would compute it, with the same
+     * results bit for bit; no y may overlap x, a weight, an index list or
+     * another y.  Lets a device run a layer's q, k and v projections, or the
+     * FFN's gate and up rows, as one piece of work instead of several
+     * small ones.  NULL: the core calls matmul / matvec_rows per desc. */
+    hc_status (*matmul_batch)(hc_stream *s, const hc_matmul_desc *desc, int n_desc, int64_t cols,
+                              hc_ref x, int64_t n);
+
+    /* --- append new entries for ABI 1.3 and later below this line ------- */
 } hc_plugin_ops;
 
 typedef const hc_plugin_ops *(*hc_plugin_entry_fn)(uint32_t abi_major, uint32_t abi_minor);

@@ -92,6 +92,17 @@ void hc_cpu_mm_task(void *args, int ith, int nth);
  * it; bit-identical results (the integer sums are exact either way). */
 void hc_cpu_mm_task_vnni(void *args, int ith, int nth);
 
+/* Several products of one x as one job (matmul_batch): their rows are
+ * concatenated, op[i] owning units start[i]..start[i+1]-1. */
+#define HC_CPU_MM_BATCH_MAX 4
+typedef struct hc_cpu_mm_batch_args {
+    int n;
+    hc_cpu_mm_args op[HC_CPU_MM_BATCH_MAX];
+    int64_t start[HC_CPU_MM_BATCH_MAX + 1];
+} hc_cpu_mm_batch_args;
+void hc_cpu_mm_batch_task(void *args, int ith, int nth);
+void hc_cpu_mm_batch_task_vnni(void *args, int ith, int nth);
+
 typedef struct hc_cpu_axpy_args {
     hc_type type;
     const uint8_t *wt;       /* rows x row_bytes */

@@ -43,6 +43,7 @@ struct hc_plugin_ctx {
     char cpu_name[128];
     char err[HC_CPU_ERR_LEN];
     void (*mm_task)(void *, int, int); /* hc_cpu_mm_task or its AVX-VNNI build */
+    void (*mm_batch_task)(void *, int, int); /* likewise */
     int avx512;              /* hc_cpu_use_avx512(), read once at init */
 };
 
@@ -149,6 +150,8 @@ hc_status hc_cpu_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows
                              hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
 hc_status hc_cpu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
                            hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+hc_status hc_cpu_matmul_batch(hc_stream *s, const hc_matmul_desc *desc, int n_desc, int64_t cols,
+                              hc_ref x, int64_t n);
 
 /* ---- ops_layer.c ------------------------------------------------------ */
 hc_status hc_cpu_rmsnorm(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,

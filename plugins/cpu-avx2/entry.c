@@ -67,9 +67,12 @@ static hc_status cpu_init(const hc_plugin_host *host, hc_plugin_ctx **out)
     }
     atomic_store(&ctx->n_threads, n);
     ctx->mm_task = hc_cpu_mm_task;
+    ctx->mm_batch_task = hc_cpu_mm_batch_task;
 #if defined(HC_CPU_HAVE_VNNI)
-    if (hc_cpu_use_vnni())
+    if (hc_cpu_use_vnni()) {
         ctx->mm_task = hc_cpu_mm_task_vnni;
+        ctx->mm_batch_task = hc_cpu_mm_batch_task_vnni;
+    }
 #endif
     ctx->avx512 = hc_cpu_use_avx512();
     hc_cpu_log(ctx, HC_LOG_INFO, "cpu-%s%s%s: %d worker thread%s on %s", hc_cpu_variant(),
@@ -239,6 +242,7 @@ static const hc_plugin_ops cpu_ops = {
     .glu = hc_cpu_glu,
     .op_cost = hc_cpu_op_cost,
     .set_threads = cpu_set_threads,
+    .matmul_batch = hc_cpu_matmul_batch,
 };
 
 HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)

@@ -14,8 +14,10 @@
  * hc_cpu_mm_task_vnni (the plugin picks one at init, see ops_matmul.c). */
 #if defined(__AVXVNNI__)
 #define HC_CPU_MM_TASK hc_cpu_mm_task_vnni
+#define HC_CPU_MM_BATCH_TASK hc_cpu_mm_batch_task_vnni
 #else
 #define HC_CPU_MM_TASK hc_cpu_mm_task
+#define HC_CPU_MM_BATCH_TASK hc_cpu_mm_batch_task
 #endif
 
 /* Tokens handled together: x for this many tokens stays in L1/L2 while a
@@ -296,14 +298,9 @@ static int64_t row_at(const hc_cpu_mm_args *a, int64_t k)
     return a->idx ? a->idx[k] : k;
 }
 
-void HC_CPU_MM_TASK(void *args, int ith, int nth)
+/* Rows k0..k1-1 of a's row list (or of W). */
+static void mm_rows(const hc_cpu_mm_args *a, int64_t k0, int64_t k1)
 {
-    const hc_cpu_mm_args *a = args;
-    const int64_t count = a->idx ? a->n_idx : a->rows;
-    int64_t k0, k1;
-
-    /* ith: a part, claimed in order (hc_cpu_pool_run_parts). */
-    hc_cpu_split_tapered(count, ith, nth, 4, &k0, &k1);
 #if defined(HC_CPU_KERNELS_AVX2)
     /* Software prefetch pays where the arithmetic is heavy enough to hide
      * it behind (the 8-bit kernels) or rows are too short for the hardware
@@ -368,4 +365,30 @@ void HC_CPU_MM_TASK(void *args, int ith, int nth)
             a->y[t * a->rows + r] = dot_generic(a->type, row, a->x + t * a->cols, a->cols);
     }
 #endif
+}
+
+void HC_CPU_MM_TASK(void *args, int ith, int nth)
+{
+    const hc_cpu_mm_args *a = args;
+    int64_t k0, k1;
+
+    /* ith: a part, claimed in order (hc_cpu_pool_run_parts). */
+    hc_cpu_split_tapered(a->idx ? a->n_idx : a->rows, ith, nth, 4, &k0, &k1);
+    mm_rows(a, k0, k1);
+}
+
+void HC_CPU_MM_BATCH_TASK(void *args, int ith, int nth)
+{
+    const hc_cpu_mm_batch_args *b = args;
+    int64_t g0, g1;
+
+    /* The products' rows one after the other, split as one op; a part
+     * that spans a boundary does the end of one and the start of the next. */
+    hc_cpu_split_tapered(b->start[b->n], ith, nth, 4, &g0, &g1);
+    for (int i = 0; i < b->n && g0 < g1; i++) {
+        const int64_t lo = g0 > b->start[i] ? g0 : b->start[i];
+        const int64_t hi = g1 < b->start[i + 1] ? g1 : b->start[i + 1];
+        if (lo < hi)
+            mm_rows(&b->op[i], lo - b->start[i], hi - b->start[i]);
+    }
 }

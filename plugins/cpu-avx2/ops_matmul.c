@@ -91,19 +91,16 @@ static hc_status quantize_x(hc_plugin_ctx *ctx, const char *op, hc_type t, const
     return HC_OK;
 }
 
-/* matmul (idx NULL) and matvec_rows share everything but the row list. */
-static hc_status mm_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w, int64_t rows,
-                           int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
-                           hc_ref y)
+/* Checks one product (matmul when idx is NULL, else matvec_rows) and fills
+ * *a, all but the quantized x; *count: the rows it computes. */
+static hc_status mm_prepare(hc_plugin_ctx *ctx, const char *op, hc_type wtype, hc_ref w,
+                            int64_t rows, int64_t cols, hc_ref x, int64_t n, const hc_ref *idx,
+                            int64_t n_idx, hc_ref y, hc_cpu_mm_args *a, int64_t *count)
 {
-    hc_plugin_ctx *ctx;
     uint64_t row_bytes = 0;
     void *wp, *xp, *yp, *ip = NULL;
-    hc_status st = hc_cpu_stream_ctx(s, op, &ctx);
+    hc_status st = check_weights(ctx, op, wtype, w, rows, cols, &row_bytes, &wp);
 
-    if (st != HC_OK)
-        return st;
-    st = check_weights(ctx, op, wtype, w, rows, cols, &row_bytes, &wp);
     if (st != HC_OK)
         return st;
     if (n < 0)
@@ -123,19 +120,117 @@ static hc_status mm_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w
             (st = hc_cpu_check_rows(ctx, op, ip, n_idx, rows)) != HC_OK)
             return st;
     }
-    int64_t count = idx ? n_idx : rows;
-    if (n == 0 || count == 0)
-        return HC_OK;
+    *a = (hc_cpu_mm_args){wtype, wp, row_bytes, rows, cols, xp, NULL, 0, n,
+                          ip, idx ? n_idx : 0, yp};
+    *count = idx ? n_idx : rows;
+    return HC_OK;
+}
+
+/* matmul (idx NULL) and matvec_rows share everything but the row list. */
+static hc_status mm_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w, int64_t rows,
+                           int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
+                           hc_ref y)
+{
+    hc_plugin_ctx *ctx;
+    hc_cpu_mm_args a;
+    int64_t count = 0;
+    hc_status st = hc_cpu_stream_ctx(s, op, &ctx);
+
+    if (st == HC_OK)
+        st = mm_prepare(ctx, op, wtype, w, rows, cols, x, n, idx, n_idx, y, &a, &count);
+    if (st != HC_OK || n == 0 || count == 0)
+        return st;
 
     pthread_mutex_lock(&ctx->lock);
-    const uint8_t *xq;
-    size_t xq_stride;
-    st = quantize_x(ctx, op, wtype, xp, cols, n, &xq, &xq_stride);
-    if (st == HC_OK) {
-        hc_cpu_mm_args a = {wtype, wp, row_bytes, rows, cols, xp, xq, xq_stride, n,
-                            ip, idx ? n_idx : 0, yp};
+    st = quantize_x(ctx, op, wtype, a.x, cols, n, &a.xq, &a.xq_stride);
+    if (st == HC_OK)
         hc_cpu_pool_run_parts(ctx->pool, ctx->mm_task, &a,
                               mm_parts(ctx, count, (uint64_t)count * (uint64_t)cols * (uint64_t)n));
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+/* Bytes of a prepared product's y, weights and row list. */
+static uint64_t y_bytes(const hc_cpu_mm_args *a)
+{
+    return (uint64_t)a->n * (uint64_t)a->rows * 4;
+}
+
+/* No product may write where another one reads or writes. */
+static hc_status batch_disjoint(hc_plugin_ctx *ctx, const char *op, const hc_cpu_mm_args *a,
+                                const hc_cpu_mm_args *b)
+{
+    hc_status st;
+    if ((st = hc_cpu_disjoint(ctx, op, "y", a->y, y_bytes(a), "another y", b->y, y_bytes(b))) ||
+        (st = hc_cpu_disjoint(ctx, op, "y", a->y, y_bytes(a), "another w", b->w,
+                              (uint64_t)b->rows * b->row_bytes)) ||
+        (st = hc_cpu_disjoint(ctx, op, "y", a->y, y_bytes(a), "another idx", b->idx,
+                              (uint64_t)b->n_idx * 4)))
+        return st;
+    return HC_OK;
+}
+
+hc_status hc_cpu_matmul_batch(hc_stream *s, const hc_matmul_desc *desc, int n_desc, int64_t cols,
+                              hc_ref x, int64_t n)
+{
+    static const char op[] = "matmul_batch";
+    hc_plugin_ctx *ctx;
+    hc_cpu_mm_batch_args b;
+    hc_status st = hc_cpu_stream_ctx(s, op, &ctx);
+
+    if (st != HC_OK)
+        return st;
+    if (n_desc < 0 || (n_desc > 0 && !desc))
+        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: %d products at %p", op, n_desc,
+                           (const void *)desc);
+    /* More than one job holds: in turns. */
+    for (; n_desc > HC_CPU_MM_BATCH_MAX; desc += HC_CPU_MM_BATCH_MAX, n_desc -= HC_CPU_MM_BATCH_MAX)
+        if ((st = hc_cpu_matmul_batch(s, desc, HC_CPU_MM_BATCH_MAX, cols, x, n)) != HC_OK)
+            return st;
+    b.n = n_desc;
+    b.start[0] = 0;
+    int xq_users = 0, mixed = 0;
+    hc_type xq_type = HC_TYPE_F32;
+    for (int i = 0; i < n_desc; i++) {
+        const hc_matmul_desc *d = &desc[i];
+        int64_t count = 0;
+        st = mm_prepare(ctx, op, d->wtype, d->w, d->rows, cols, x, n, d->idx.buf ? &d->idx : NULL,
+                        d->n_idx, d->y, &b.op[i], &count);
+        if (st != HC_OK)
+            return st;
+        b.start[i + 1] = b.start[i] + count;
+        for (int j = 0; j < i; j++)
+            if ((st = batch_disjoint(ctx, op, &b.op[i], &b.op[j])) != HC_OK ||
+                (st = batch_disjoint(ctx, op, &b.op[j], &b.op[i])) != HC_OK)
+                return st;
+        if (count > 0 && hc_cpu_xq_bytes(d->wtype, cols) > 0) {
+            mixed |= xq_users++ > 0 && d->wtype != xq_type;
+            xq_type = d->wtype;
+        }
+    }
+    const int64_t total = b.start[n_desc];
+    if (n == 0 || total == 0)
+        return HC_OK;
+    /* Products that want x quantized in different ways: one at a time. */
+    if (mixed) {
+        for (int i = 0; i < n_desc && st == HC_OK; i++)
+            st = mm_common(s, op, desc[i].wtype, desc[i].w, desc[i].rows, cols, x, n,
+                           desc[i].idx.buf ? &desc[i].idx : NULL, desc[i].n_idx, desc[i].y);
+        return st;
+    }
+
+    pthread_mutex_lock(&ctx->lock);
+    const uint8_t *xq = NULL;
+    size_t xq_stride = 0;
+    if (xq_users > 0)
+        st = quantize_x(ctx, op, xq_type, b.op[0].x, cols, n, &xq, &xq_stride);
+    if (st == HC_OK) {
+        for (int i = 0; i < n_desc; i++) {
+            b.op[i].xq = xq;
+            b.op[i].xq_stride = xq_stride;
+        }
+        hc_cpu_pool_run_parts(ctx->pool, ctx->mm_batch_task, &b,
+                              mm_parts(ctx, total, (uint64_t)total * (uint64_t)cols * (uint64_t)n));
     }
     pthread_mutex_unlock(&ctx->lock);
     return st;
