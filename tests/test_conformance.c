@@ -1180,6 +1180,12 @@ typedef struct rope_shape {
 static const rope_shape ROPE_SHAPES[] = {
     {1, 8, 8, 8, 0, 10000.0f, 1.0f},        /* stories260K's heads */
     {1, 8, 64, 64, 7, 10000.0f, 1.0f},
+    /* One token again, one parameter changed each time: a plugin that keeps
+     * the last call's angles (the CPU plugin does) must notice. */
+    {1, 8, 64, 64, 8, 10000.0f, 1.0f},
+    {1, 8, 64, 64, 8, 10000.0f, 0.5f},
+    {1, 8, 64, 64, 8, 20000.0f, 0.5f},
+    {1, 8, 64, 48, 8, 20000.0f, 0.5f},
     {5, 8, 64, 64, 100, 10000.0f, 1.0f},
     {5, 4, 128, 128, 4090, 10000.0f, 1.0f}, /* near 4096: float angle error */
     {3, 8, 64, 32, 13, 10000.0f, 1.0f},     /* n_rot < head_dim */

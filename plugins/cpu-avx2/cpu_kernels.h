@@ -147,8 +147,13 @@ typedef struct hc_cpu_rope_args {
     float freq_base, freq_scale;
     int mode;
     float *scratch;          /* per thread: 2 * n_rot floats */
+    const float *table;      /* one token: its cos/sin table (hc_cpu_rope_cs), or NULL */
 } hc_cpu_rope_args;
 void hc_cpu_rope_task(void *args, int ith, int nth); /* split over (token, head) */
+/* The cos/sin table of one position: cs n_rot floats, inv n_rot/2 doubles
+ * of work space.  The task computes the same values itself without one. */
+void hc_cpu_rope_cs(int64_t n_rot, float freq_base, float freq_scale, int32_t pos, float *cs,
+                    double *inv);
 
 typedef struct hc_cpu_attn_args {
     const float *q, *k, *v;

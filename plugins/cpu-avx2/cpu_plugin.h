@@ -45,6 +45,14 @@ struct hc_plugin_ctx {
     void (*mm_task)(void *, int, int); /* hc_cpu_mm_task or its AVX-VNNI build */
     void (*mm_batch_task)(void *, int, int); /* likewise */
     int avx512;              /* hc_cpu_use_avx512(), read once at init */
+    /* rope's cos/sin table of the last single-token call: every layer's q
+     * and k of a decoded token rotate by the same angles (ops_layer.c). */
+    struct {
+        float *cs;           /* n_rot floats, then n_rot/2 doubles of work space */
+        int64_t n_rot;
+        float freq_base, freq_scale;
+        int32_t pos;
+    } rope;
 };
 
 struct hc_device {

@@ -94,6 +94,7 @@ static void cpu_shutdown(hc_plugin_ctx *ctx)
         return;
     hc_cpu_pool_destroy(ctx->pool);
     free(ctx->scratch);
+    free(ctx->rope.cs);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }

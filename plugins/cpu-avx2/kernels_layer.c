@@ -46,17 +46,29 @@ void hc_cpu_rmsnorm_task(void *args, int ith, int nth)
 
 /* ---- rope: split over (token, head) ---------------------------------------- */
 
-/* cos/sin of pos * freq_scale * base^(-2i/n_rot), in double so large
- * positions keep their precision, rounded once to float.  inv[i] =
- * base^(-2i/n_rot) is computed once per task. */
-static void rope_table(const hc_cpu_rope_args *a, const double *inv, int32_t pos, float *cs)
+/* inv[i] = base^(-2i/n_rot), i < n_rot/2. */
+static void rope_inv(int64_t n_rot, float freq_base, double *inv)
 {
-    const int64_t half = a->n_rot / 2;
-    for (int64_t i = 0; i < half; i++) {
-        double th = (double)pos * (double)a->freq_scale * inv[i];
+    for (int64_t i = 0; i < n_rot / 2; i++)
+        inv[i] = pow((double)freq_base, -2.0 * (double)i / (double)n_rot);
+}
+
+/* cos/sin of pos * freq_scale * inv[i], in double so large positions keep
+ * their precision, rounded once to float. */
+static void rope_table(int64_t n_rot, float freq_scale, const double *inv, int32_t pos, float *cs)
+{
+    for (int64_t i = 0; i < n_rot / 2; i++) {
+        double th = (double)pos * (double)freq_scale * inv[i];
         cs[2 * i] = (float)cos(th);
         cs[2 * i + 1] = (float)sin(th);
     }
+}
+
+void hc_cpu_rope_cs(int64_t n_rot, float freq_base, float freq_scale, int32_t pos, float *cs,
+                    double *inv)
+{
+    rope_inv(n_rot, freq_base, inv);
+    rope_table(n_rot, freq_scale, inv, pos, cs);
 }
 
 void hc_cpu_rope_task(void *args, int ith, int nth)
@@ -66,17 +78,23 @@ void hc_cpu_rope_task(void *args, int ith, int nth)
     /* Per thread: n_rot floats of cos/sin, then n_rot/2 doubles of inv. */
     float *cs = a->scratch + (size_t)ith * 2 * (size_t)a->n_rot;
     double *inv = (double *)(cs + a->n_rot);
+    const float *tab = cs;
     int64_t u0, u1, have = -1;
 
     hc_cpu_split(a->n_tok * a->n_head, ith, nth, 1, &u0, &u1);
     if (u0 >= u1)
         return;
-    for (int64_t i = 0; i < half; i++)
-        inv[i] = pow((double)a->freq_base, -2.0 * (double)i / (double)a->n_rot);
+    if (a->table) {
+        tab = a->table; /* one token, table made by the caller */
+        have = 0;
+    } else {
+        rope_inv(a->n_rot, a->freq_base, inv);
+    }
     for (int64_t u = u0; u < u1; u++) {
         const int64_t t = u / a->n_head, hd = u % a->n_head;
         if (t != have) {
-            rope_table(a, inv, a->pos[t], cs);
+            rope_table(a->n_rot, a->freq_scale, inv, a->pos[t], cs);
+            tab = cs;
             have = t;
         }
         float *v = a->x + t * width + hd * a->head_dim;
@@ -85,7 +103,7 @@ void hc_cpu_rope_task(void *args, int ith, int nth)
         const int64_t step = a->mode == HC_ROPE_NEOX ? 1 : 2;
         for (int64_t i = 0; i < half; i++) {
             float *p0 = v + i * step, *p1 = p0 + stride;
-            const float x0 = *p0, x1 = *p1, c = cs[2 * i], s = cs[2 * i + 1];
+            const float x0 = *p0, x1 = *p1, c = tab[2 * i], s = tab[2 * i + 1];
             *p0 = x0 * c - x1 * s;
             *p1 = x0 * s + x1 * c;
         }

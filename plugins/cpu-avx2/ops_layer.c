@@ -4,6 +4,9 @@
  * calls (one decode token) run on the calling thread: waking the pool would
  * cost more than the op.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "cpu_kernels.h"
 #include "cpu_plugin.h"
 
@@ -52,6 +55,36 @@ hc_status hc_cpu_rmsnorm(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t n, 
     return HC_OK;
 }
 
+/* The cos/sin table of one position, kept from the last call that had the
+ * same parameters: a decoded token's q and k rotate by the same angles in
+ * every layer (44 calls for a 22-layer model), and the table's pow, cos and
+ * sin cost more than the rotation.  NULL (the task makes its own) if memory
+ * runs out.  Called under ctx->lock. */
+static const float *rope_table_of(hc_plugin_ctx *ctx, int64_t n_rot, float freq_base,
+                                  float freq_scale, int32_t pos)
+{
+    if (ctx->rope.cs && ctx->rope.n_rot == n_rot && ctx->rope.pos == pos &&
+        memcmp(&ctx->rope.freq_base, &freq_base, sizeof freq_base) == 0 &&
+        memcmp(&ctx->rope.freq_scale, &freq_scale, sizeof freq_scale) == 0)
+        return ctx->rope.cs;
+    if (!ctx->rope.cs || ctx->rope.n_rot < n_rot) {
+        /* n_rot floats of table, then n_rot/2 doubles (8-byte aligned:
+         * n_rot is even, so n_rot floats fill whole doubles). */
+        float *cs = malloc((size_t)n_rot * sizeof(float) + (size_t)(n_rot / 2) * sizeof(double));
+        if (!cs)
+            return NULL;
+        free(ctx->rope.cs);
+        ctx->rope.cs = cs;
+    }
+    hc_cpu_rope_cs(n_rot, freq_base, freq_scale, pos, ctx->rope.cs,
+                   (double *)(ctx->rope.cs + n_rot));
+    ctx->rope.n_rot = n_rot;
+    ctx->rope.freq_base = freq_base;
+    ctx->rope.freq_scale = freq_scale;
+    ctx->rope.pos = pos;
+    return ctx->rope.cs;
+}
+
 hc_status hc_cpu_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
                       int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode)
 {
@@ -84,8 +117,10 @@ hc_status hc_cpu_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int
     int nth = threads_for(ctx, (uint64_t)n_tok * width);
     st = hc_cpu_scratch(ctx, op, (size_t)nth * 2 * (size_t)n_rot * sizeof(float), &scratch);
     if (st == HC_OK) {
-        hc_cpu_rope_args a = {xp,    pp,        n_tok,      n_head, head_dim, n_rot,
-                              freq_base, freq_scale, mode,   scratch};
+        hc_cpu_rope_args a = {xp,        pp,         n_tok, n_head,  head_dim, n_rot,
+                              freq_base, freq_scale, mode,  scratch, NULL};
+        if (n_tok == 1)
+            a.table = rope_table_of(ctx, n_rot, freq_base, freq_scale, *(const int32_t *)pp);
         hc_cpu_pool_run(ctx->pool, hc_cpu_rope_task, &a, nth);
     }
     pthread_mutex_unlock(&ctx->lock);
