@@ -58,6 +58,11 @@ layout(push_constant) uniform WeightParams {
     uint b_off;
     uint c_off;
     uint groups_x;     /* workgroups per row of the dispatch grid */
+    /* axpy_rows split over the list (axpy_rows.comp): */
+    uint phase;        /* 0: one pass; 1: slices into D; 2: D's slices into y */
+    uint n_slices;
+    uint slice_items;  /* list entries per slice (the last may have fewer) */
+    uint d_off;        /* element offset of D, the slices' partial sums */
 } p;
 #else
 /* Push constants of the layer ops (hc_vk_layer_params on the host); a

@@ -25,6 +25,11 @@
 typedef long long ll;
 typedef unsigned long long ull;
 
+/* axpy_rows: lists of at least 2 x AXPY_SLICE_MIN entries run in up to
+ * AXPY_SLICES slices of at least AXPY_SLICE_MIN entries (axpy_rows.comp). */
+#define AXPY_SLICES 16
+#define AXPY_SLICE_MIN 16
+
 static int type_known(hc_type t)
 {
     return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q4_0 || t == HC_TYPE_Q8_0;
@@ -170,6 +175,26 @@ static hc_status run(hc_stream *s, const weight_call *c)
         tpc = win / in_tok;
     if (out_tok && win / out_tok < tpc)
         tpc = win / out_tok;
+    /* axpy_rows: a long list in slices (see axpy_rows.comp), whose partials
+     * of every token of a chunk share one binding. */
+    uint32_t n_slices = 1, slice_items = (uint32_t)c->n_idx;
+    if (c->kop == HC_VK_OP_AXPY_ROWS && c->n_idx >= 2 * AXPY_SLICE_MIN) {
+        uint64_t want = (uint64_t)c->n_idx / AXPY_SLICE_MIN;
+        n_slices = want < AXPY_SLICES ? (uint32_t)want : AXPY_SLICES;
+        slice_items = (uint32_t)(((uint64_t)c->n_idx + n_slices - 1) / n_slices);
+        n_slices = (uint32_t)(((uint64_t)c->n_idx + slice_items - 1) / slice_items);
+        if (win / (out_tok * n_slices) < tpc)
+            tpc = win / (out_tok * n_slices);
+        if (tpc == 0) { /* one token's partials exceed a binding: one pass */
+            n_slices = 1;
+            tpc = win / out_tok;
+        }
+    }
+    hc_buffer *partials = NULL;
+    if (n_slices > 1 &&
+        (st = hc_vk_stream_scratch(s, c->op, (uint64_t)n_slices * tpc * out_tok, &partials)) !=
+            HC_OK)
+        return st;
 
     for (int64_t t0 = 0; t0 < c->n; t0 += (int64_t)tpc) {
         int64_t tn = c->n - t0 < (int64_t)tpc ? c->n - t0 : (int64_t)tpc;
@@ -183,7 +208,12 @@ static hc_status run(hc_stream *s, const weight_call *c)
         d.tile = hc_vk_tile_for(tn);
         d.b = c->kop == HC_VK_OP_MATMUL ? d.a : idx_range; /* matmul has no list */
         p.b_off = idx_off;
-        d.d = d.a; /* unused */
+        d.d = d.a; /* unused, but for axpy_rows' slices below */
+        if (n_slices > 1 &&
+            (st = hc_vk_range_of(dev, c->op, "partials", (hc_ref){partials, 0},
+                                 (uint64_t)n_slices * (uint64_t)tn * out_tok, 4, &d.d,
+                                 &p.d_off)) != HC_OK)
+            return st;
         int64_t row_hi;
         for (int64_t row_lo = 0; row_lo < c->rows; row_lo = row_hi) {
             if ((st = bind_windows(dev, c, row_lo, rpw, &d, &p, &row_hi)) != HC_OK)
@@ -207,6 +237,23 @@ static hc_status run(hc_stream *s, const weight_call *c)
             p.groups_x = d.groups_x;
             d.push = &p;
             d.push_bytes = sizeof p;
+            if (n_slices > 1) {
+                /* Phase 1 over blocks x slices, then phase 2 over blocks
+                 * (the stream orders the two dispatches). */
+                p.phase = 1;
+                p.n_slices = n_slices;
+                p.slice_items = slice_items;
+                if ((st = hc_vk_grid(dev, c->op, groups * n_slices, &d.groups_x,
+                                     &d.groups_y)) != HC_OK)
+                    return st;
+                p.groups_x = d.groups_x;
+                if ((st = hc_vk_record_dispatch(s, c->op, &d)) != HC_OK)
+                    return st;
+                p.phase = 2;
+                if ((st = hc_vk_grid(dev, c->op, groups, &d.groups_x, &d.groups_y)) != HC_OK)
+                    return st;
+                p.groups_x = d.groups_x;
+            }
             if ((st = hc_vk_record_dispatch(s, c->op, &d)) != HC_OK)
                 return st;
         }

@@ -62,6 +62,7 @@ typedef struct hc_vk_weight_params {
     uint32_t w_off[HC_VK_WINDOWS];
     uint32_t a_off, b_off, c_off;
     uint32_t groups_x;
+    uint32_t phase, n_slices, slice_items, d_off; /* axpy_rows' split over the list */
 } hc_vk_weight_params;
 
 /* Push constants of the layer ops: `LayerParams` in common.glsl. */
