@@ -275,7 +275,9 @@ typedef struct hc_plugin_ops {
                              hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
     /* y[t][c] += sum_k h[t][idx[k]] * Wt[idx[k]][c] for c < cols, t < n.
      * Wt is `rows` x `cols` (down projection stored transposed),
-     * h: n x rows F32, y: n x cols F32.  Summation over k in list order. */
+     * h: n x rows F32, y: n x cols F32.  Summation over k in an order
+     * fixed by the list alone: list order, or list-order slices added in
+     * slice order (docs/PLUGINS.md). */
     hc_status (*axpy_rows)(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
                            hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
 
