@@ -214,14 +214,16 @@ START_TEST(test_entry_and_probe)
     ck_assert_str_eq(ops->family, "cpu");
     ck_assert_str_eq(ops->variant, VARIANT_NAME[_i]);
     ck_assert_ptr_nonnull(ops->version);
-    /* Every entry of ABI 1.0 is implemented. */
+    /* Every entry of ABI 1.0 is implemented, and 1.2's matmul_batch (1.1's
+     * stream_flush is for queuing devices: the CPU runs ops as issued). */
     const void *const required[] = {
         ops->probe, ops->init, ops->shutdown, ops->last_error, ops->device_count,
         ops->device_info, ops->device_open, ops->device_close, ops->buffer_alloc,
         ops->buffer_free, ops->buffer_wrap_host, ops->buffer_host_ptr, ops->stream_create,
         ops->stream_destroy, ops->stream_sync, ops->upload, ops->download, ops->copy,
         ops->matmul, ops->matvec_rows, ops->axpy_rows, ops->rmsnorm, ops->rope,
-        ops->attention, ops->unary, ops->binary, ops->glu, ops->op_cost, ops->set_threads};
+        ops->attention, ops->unary, ops->binary, ops->glu, ops->op_cost, ops->set_threads,
+        ops->matmul_batch};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         ck_assert_msg(required[i] != NULL, "entry %zu is NULL", i);
 
@@ -412,6 +414,17 @@ static void run_axpy_rows(plug *p, void *arg)
                      HC_OK);
 }
 
+/* matmul_batch: every row of W into the first half of y, the listed rows
+ * into the second: one job over both. */
+static void run_matmul_batch(plug *p, void *arg)
+{
+    mm_case *c = arg;
+    const hc_matmul_desc d[2] = {
+        {c->t, at(c->w), c->rows, {NULL, 0}, 0, {c->y, 0}},
+        {c->t, at(c->w), c->rows, at(c->idx), c->n_idx, {c->y, (uint64_t)(c->n * c->rows) * 4}}};
+    ck_assert_int_eq(p->ops->matmul_batch(p->s, d, 2, c->cols, at(c->x), c->n), HC_OK);
+}
+
 START_TEST(test_threads_weight_ops)
 {
     plug p;
@@ -453,6 +466,17 @@ START_TEST(test_threads_weight_ops)
             free(listed);
             snprintf(what, sizeof what, "axpy_rows %s n=%lld", type_name(t), (long long)n);
             same_for_thread_counts(&p, what, run_axpy_rows, &c, yb, n * cols * 4, y0);
+            const size_t half = (size_t)(n * rows);
+            float *init = malloc(2 * half * sizeof(float));
+            ck_assert_ptr_nonnull(init);
+            memcpy(init, y0, half * sizeof(float));
+            memcpy(init + half, y0, half * sizeof(float));
+            hc_buffer *bb = buf_from(&p, NULL, 2 * half * 4);
+            mm_case cb = {t, rows, cols, n, 131, wb, xb, ib, bb};
+            snprintf(what, sizeof what, "matmul_batch %s n=%lld", type_name(t), (long long)n);
+            same_for_thread_counts(&p, what, run_matmul_batch, &cb, bb, 2 * half * 4, init);
+            p.ops->buffer_free(bb);
+            free(init);
             p.ops->buffer_free(xb);
             p.ops->buffer_free(yb);
             free(x);
