@@ -126,6 +126,22 @@ static hc_status mm_prepare(hc_plugin_ctx *ctx, const char *op, hc_type wtype, h
     return HC_OK;
 }
 
+/* Runs a prepared product of `count` rows: x quantized for its type, then
+ * the rows split over the pool. */
+static hc_status mm_run(hc_plugin_ctx *ctx, const char *op, hc_cpu_mm_args *a, int64_t count)
+{
+    if (a->n == 0 || count == 0)
+        return HC_OK;
+    pthread_mutex_lock(&ctx->lock);
+    hc_status st = quantize_x(ctx, op, a->type, a->x, a->cols, a->n, &a->xq, &a->xq_stride);
+    if (st == HC_OK)
+        hc_cpu_pool_run_parts(
+            ctx->pool, ctx->mm_task, a,
+            mm_parts(ctx, count, (uint64_t)count * (uint64_t)a->cols * (uint64_t)a->n));
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
 /* matmul (idx NULL) and matvec_rows share everything but the row list. */
 static hc_status mm_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w, int64_t rows,
                            int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
@@ -138,19 +154,10 @@ static hc_status mm_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w
 
     if (st == HC_OK)
         st = mm_prepare(ctx, op, wtype, w, rows, cols, x, n, idx, n_idx, y, &a, &count);
-    if (st != HC_OK || n == 0 || count == 0)
-        return st;
-
-    pthread_mutex_lock(&ctx->lock);
-    st = quantize_x(ctx, op, wtype, a.x, cols, n, &a.xq, &a.xq_stride);
-    if (st == HC_OK)
-        hc_cpu_pool_run_parts(ctx->pool, ctx->mm_task, &a,
-                              mm_parts(ctx, count, (uint64_t)count * (uint64_t)cols * (uint64_t)n));
-    pthread_mutex_unlock(&ctx->lock);
-    return st;
+    return st == HC_OK ? mm_run(ctx, op, &a, count) : st;
 }
 
-/* Bytes of a prepared product's y, weights and row list. */
+/* Bytes of a prepared product's y. */
 static uint64_t y_bytes(const hc_cpu_mm_args *a)
 {
     return (uint64_t)a->n * (uint64_t)a->rows * 4;
@@ -211,11 +218,11 @@ hc_status hc_cpu_matmul_batch(hc_stream *s, const hc_matmul_desc *desc, int n_de
     const int64_t total = b.start[n_desc];
     if (n == 0 || total == 0)
         return HC_OK;
-    /* Products that want x quantized in different ways: one at a time. */
+    /* Products that want x quantized in different ways: one at a time
+     * (already checked above). */
     if (mixed) {
         for (int i = 0; i < n_desc && st == HC_OK; i++)
-            st = mm_common(s, op, desc[i].wtype, desc[i].w, desc[i].rows, cols, x, n,
-                           desc[i].idx.buf ? &desc[i].idx : NULL, desc[i].n_idx, desc[i].y);
+            st = mm_run(ctx, op, &b.op[i], b.start[i + 1] - b.start[i]);
         return st;
     }
 
