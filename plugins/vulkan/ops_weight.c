@@ -183,12 +183,13 @@ static hc_status run(hc_stream *s, const weight_call *c)
         n_slices = want < AXPY_SLICES ? (uint32_t)want : AXPY_SLICES;
         slice_items = (uint32_t)(((uint64_t)c->n_idx + n_slices - 1) / n_slices);
         n_slices = (uint32_t)(((uint64_t)c->n_idx + slice_items - 1) / slice_items);
-        if (win / (out_tok * n_slices) < tpc)
-            tpc = win / (out_tok * n_slices);
-        if (tpc == 0) { /* one token's partials exceed a binding: one pass */
+        /* One token's partials must fit a binding; where they do not (a
+         * row of y over window / n_slices bytes), one pass, with the chunk
+         * size the limits above gave. */
+        if (win / (out_tok * n_slices) == 0)
             n_slices = 1;
-            tpc = win / out_tok;
-        }
+        else if (win / (out_tok * n_slices) < tpc)
+            tpc = win / (out_tok * n_slices);
     }
     hc_buffer *partials = NULL;
     if (n_slices > 1 &&
