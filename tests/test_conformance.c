@@ -617,8 +617,8 @@ START_TEST(test_matmul)
             dbuf w = {0};
             int rc = dbuf_new(d, &w, wbytes, wq);
             if (rc == 1)
-                printf("conf %-28s matmul      %s %lldx%lld: skipped, over max_buffer\n",
-                       d->name, type_name(t), (long long)sh->rows, (long long)sh->cols);
+                hc_test_skip("conf %s matmul %s %lldx%lld: over the device's max_buffer",
+                             d->name, type_name(t), (long long)sh->rows, (long long)sh->cols);
             for (const int64_t *n = sh->ns; rc == 0 && *n; n++)
                 matmul_case(d, t, &w, wq, sh->rows, sh->cols, *n, 77 * si + (uint64_t)*n);
             if (rc == 0)
@@ -886,8 +886,8 @@ static void run_sparse(conf_dev *d, sparse_case_fn fn, const char *op)
             dbuf w = {0};
             int rc = dbuf_new(d, &w, wbytes, wq);
             if (rc == 1)
-                printf("conf %-28s %-11s %s %lldx%lld: skipped, over max_buffer\n", d->name,
-                       op, type_name(t), (long long)sh->rows, (long long)sh->cols);
+                hc_test_skip("conf %s %s %s %lldx%lld: over the device's max_buffer", d->name,
+                             op, type_name(t), (long long)sh->rows, (long long)sh->cols);
             for (int lk = 0; rc == 0 && lk < LIST_COUNT; lk++) {
                 if (!sh->full && !list_in_big_run((list_kind)lk))
                     continue;
@@ -1894,8 +1894,8 @@ static int nothing_to_test(void)
     for (int i = 0; i < g_reg.n_candidates; i++)
         if (g_reg.candidates[i].state == HC_CAND_REJECTED)
             return 0;
-    printf("skipped: HOTCOLD_PLUGINS=%s finds no device here (%d plugin(s) loaded)\n", sel,
-           g_reg.n_backends);
+    hc_test_skip("HOTCOLD_PLUGINS=%s finds no device here (%d plugin(s) loaded)", sel,
+                 g_reg.n_backends);
     return 1;
 }
 

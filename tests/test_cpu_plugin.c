@@ -73,7 +73,7 @@ static int plug_open(plug *p, int variant, int n_threads)
     memset(p, 0, sizeof *p);
     p->ops = load_ops(variant, &p->dl);
     if (p->ops->probe() == 0) {
-        printf("cpu-%s: probe() = 0 on this CPU, its op tests are skipped\n", VARIANT_NAME[variant]);
+        hc_test_skip("cpu-%s op tests: probe() = 0 on this CPU", VARIANT_NAME[variant]);
         return 0;
     }
     hc_plugin_host host = {sizeof host, HC_PLUGIN_ABI_MAJOR, HC_PLUGIN_ABI_MINOR, log_cb, p,
@@ -858,9 +858,9 @@ START_TEST(test_vnni_matches_avx2)
     const int plain = q4_products(0, w, x, idx, rows, cols, n, n_idx, a);
     const int vnni = plain < 0 ? -1 : q4_products(1, w, x, idx, rows, cols, n, n_idx, b);
     if (plain < 0)
-        printf("cpu-avx2: cannot run here, AVX-VNNI comparison skipped\n");
+        hc_test_skip("cpu-avx2 AVX-VNNI vs AVX2 comparison: the plugin cannot run here");
     else if (vnni == 0)
-        printf("cpu-avx2: no AVX-VNNI on this CPU or compiler: comparison skipped\n");
+        hc_test_skip("cpu-avx2 AVX-VNNI vs AVX2 comparison: no AVX-VNNI on this CPU or compiler");
     else {
         ck_assert_msg(memcmp(a, b, (size_t)(3 * rows * n * 4)) == 0,
                       "Q4_0 products differ between AVX-VNNI and AVX2");
@@ -920,9 +920,10 @@ START_TEST(test_avx512_matches_avx2)
     const int plain = axpy512_products(0, w, h, y0, idx, rows, cols, lens, a);
     const int wide = plain < 0 ? -1 : axpy512_products(1, w, h, y0, idx, rows, cols, lens, b);
     if (plain < 0)
-        printf("cpu-avx2: cannot run here, AVX-512 comparison skipped\n");
+        hc_test_skip("cpu-avx2 AVX-512 vs AVX2 axpy comparison: the plugin cannot run here");
     else if (wide == 0)
-        printf("cpu-avx2: no AVX-512 on this CPU or compiler: comparison skipped\n");
+        hc_test_skip("cpu-avx2 AVX-512 vs AVX2 axpy comparison: no AVX-512 on this CPU or "
+                     "compiler");
     else {
         for (int k = 0; k < AXPY512_CASES; k++)
             ck_assert_msg(memcmp(a + k * cols, b + k * cols, (size_t)cols * 4) == 0,

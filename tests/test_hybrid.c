@@ -342,8 +342,8 @@ int main(void)
     ep.n_threads = HC_TEST_THREADS;
     engine = hc_engine_open(&ep);
     if (!engine || hc_engine_find_device(engine, GPU) < 0) {
-        printf("skipped: no %s device here (%s)\n", GPU,
-               engine ? "see 'hotcold devices'" : hc_last_error());
+        hc_test_skip("no %s device here (%s)", GPU,
+                     engine ? "see 'hotcold devices'" : hc_last_error());
         hc_engine_close(engine);
         return 77;
     }

@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,17 @@ const char *hc_test_tmpdir(void)
         tmp_owner = getpid();
     }
     return tmp_dir;
+}
+
+void hc_test_skip(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("skipped: ", stdout);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    fflush(stdout); /* Check may end a forked case with _exit */
+    va_end(ap);
 }
 
 int hc_test_argmax(const float *x, int n)

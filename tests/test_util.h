@@ -19,6 +19,11 @@ int hc_test_json_ints(json_object *arr, int32_t *out, int max);
 const char *hc_test_tmpdir(void);
 /* Index of the largest of x[0..n) (the first, on ties): greedy decoding. */
 int hc_test_argmax(const float *x, int n);
+/* A case, or part of one, that cannot run here: prints one line "skipped:
+ * <why>" (tools/test.sh lists every such line after each ctest run, so a
+ * skip inside a passing suite is seen).  A suite that cannot run at all
+ * prints the same and exits 77, which CTest reports as skipped. */
+void hc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Number of threads to use when a test wants "more than one": 2. */
 #define HC_TEST_THREADS 2
 
