@@ -625,7 +625,8 @@ hc_gguf *hc_gguf_open_memory(const void *buf, size_t len, char *err, size_t errl
 
 /* The whole file into huge-page memory (hugemem.h), in chunks so a signal
  * or a short read resumes where it stopped. */
-static void *read_whole(parser *ps, int fd, uint64_t size, uint64_t *len)
+static void *read_whole(parser *ps, int fd, uint64_t size, uint64_t *len,
+                        hc_gguf_progress_fn progress, void *user)
 {
     uint8_t *mem = hc_huge_alloc(size, len);
     if (!mem) {
@@ -650,11 +651,14 @@ static void *read_whole(parser *ps, int fd, uint64_t size, uint64_t *len)
             return NULL;
         }
         done += (uint64_t)r;
+        if (progress)
+            progress(user, done, size);
     }
     return mem;
 }
 
-static hc_gguf *open_file(const char *path, int resident, char *err, size_t errlen)
+static hc_gguf *open_file(const char *path, int resident, hc_gguf_progress_fn progress,
+                          void *user, char *err, size_t errlen)
 {
     parser ps = {.file = path, .err = err, .errlen = errlen};
     hc_gguf *g = NULL;
@@ -662,7 +666,9 @@ static hc_gguf *open_file(const char *path, int resident, char *err, size_t errl
     uint64_t mem_len = 0;
     struct stat st;
     uint64_t size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer before fstat
+     * refuses it (reads of a regular file ignore the flag). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         fail(&ps, "cannot open: %s", strerror(errno));
         goto out;
@@ -685,7 +691,7 @@ static hc_gguf *open_file(const char *path, int resident, char *err, size_t errl
         goto out;
     }
     if (resident) {
-        void *mem = read_whole(&ps, fd, size, &mem_len);
+        void *mem = read_whole(&ps, fd, size, &mem_len, progress, user);
         if (!mem)
             goto out;
         map = mem;
@@ -716,12 +722,13 @@ out:
 
 hc_gguf *hc_gguf_open(const char *path, char *err, size_t errlen)
 {
-    return open_file(path, 0, err, errlen);
+    return open_file(path, 0, NULL, NULL, err, errlen);
 }
 
-hc_gguf *hc_gguf_open_resident(const char *path, char *err, size_t errlen)
+hc_gguf *hc_gguf_open_resident(const char *path, hc_gguf_progress_fn progress, void *user,
+                               char *err, size_t errlen)
 {
-    return open_file(path, 1, err, errlen);
+    return open_file(path, 1, progress, user, err, errlen);
 }
 
 void hc_gguf_close(hc_gguf *g)

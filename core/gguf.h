@@ -80,8 +80,11 @@ typedef struct hc_gguf {
  * one-line message naming the file and field (never longer than errlen). */
 hc_gguf *hc_gguf_open(const char *path, char *err, size_t errlen);
 /* The same, but the file is read into anonymous huge-page memory instead of
- * mapped (hugemem.h): for weights the CPU streams every token. */
-hc_gguf *hc_gguf_open_resident(const char *path, char *err, size_t errlen);
+ * mapped (hugemem.h): for weights the CPU streams every token.  `progress`
+ * (may be NULL) is called with the bytes read so far after every 64 MiB. */
+typedef void (*hc_gguf_progress_fn)(void *user, uint64_t done, uint64_t total);
+hc_gguf *hc_gguf_open_resident(const char *path, hc_gguf_progress_fn progress, void *user,
+                               char *err, size_t errlen);
 /* Parse a buffer the caller keeps alive (fuzzing, tests). */
 hc_gguf *hc_gguf_open_memory(const void *buf, size_t len, char *err, size_t errlen);
 void hc_gguf_close(hc_gguf *g);
@@ -130,9 +133,11 @@ uint32_t hc_ggml_type_size(uint32_t type);
  *   hc_gguf_writer_free(w);
  * set_* / copy_kv replace an existing key of the same name (keeping its place).
  * One write_data call must not cross the end of the current tensor.
- * The writer pads each tensor to the alignment itself.  It writes to
- * "<path>.tmp" and renames on finish, so a failure never leaves a partial
- * file under the final name. */
+ * The writer pads each tensor to the alignment itself.  Where the bytes go
+ * follows core/output_file.h (a temporary file renamed on finish, so a
+ * failure never leaves a partial file under the final name; devices and
+ * FIFOs written directly; links written through); an existing file is
+ * replaced, so a tool checks hc_output_check() before its work. */
 typedef struct hc_gguf_writer hc_gguf_writer;
 hc_gguf_writer *hc_gguf_writer_new(const char magic[4], uint32_t version, uint32_t alignment);
 void hc_gguf_writer_free(hc_gguf_writer *w);

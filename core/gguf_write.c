@@ -1,8 +1,9 @@
 /*
  * Streaming GGUF writer.  Metadata and tensor infos are collected in memory
- * (they are small); tensor data is streamed straight to "<path>.tmp" in
- * declaration order, and the file is renamed into place only when every
- * declared tensor received exactly its bytes.
+ * (they are small); tensor data is streamed straight to the output in
+ * declaration order.  Where the bytes go follows output_file.h: a temporary
+ * file renamed into place only when every declared tensor received exactly
+ * its bytes (or a device or FIFO, written directly).
  *
  * One write_data call never crosses a tensor boundary: a caller that writes a
  * tensor with the wrong size is then caught at the tensor it got wrong rather
@@ -20,6 +21,7 @@
 
 #include "hotcold/hotcold.h"
 #include "log.h"
+#include "output_file.h"
 
 /* Values are copied as raw host bytes, which is GGUF's byte order only on a
  * little-endian host (every target of this project). */
@@ -58,8 +60,8 @@ struct hc_gguf_writer {
     size_t n_t, cap_t;
     uint64_t data_end; /* end of the last declared tensor, data-section relative */
     int state;
-    FILE *f;
-    char *path, *tmp;
+    hc_output_file out; /* open from begin until finish */
+    char *path;         /* as the caller named it, for messages */
     size_t cur;        /* tensor being written */
     uint64_t cur_done; /* its bytes written so far */
     uint64_t pos;      /* bytes written into the data section */
@@ -121,11 +123,7 @@ void hc_gguf_writer_free(hc_gguf_writer *w)
 {
     if (!w)
         return;
-    if (w->f) {
-        /* Not finished: never leave a partial file behind. */
-        fclose(w->f);
-        unlink(w->tmp);
-    }
+    hc_output_abandon(&w->out); /* not finished: never leave a partial file behind */
     for (size_t i = 0; i < w->n_kv; i++) {
         free(w->kv[i].key);
         free(w->kv[i].payload);
@@ -135,7 +133,6 @@ void hc_gguf_writer_free(hc_gguf_writer *w)
     free(w->kv);
     free(w->t);
     free(w->path);
-    free(w->tmp);
     free(w);
 }
 
@@ -443,9 +440,9 @@ int hc_gguf_writer_add_tensor(hc_gguf_writer *w, const char *name, uint32_t n_di
 /* ---- output -------------------------------------------------------------- */
 static int out_bytes(hc_gguf_writer *w, const void *p, uint64_t n, char *err, size_t errlen)
 {
-    if (n && fwrite(p, 1, (size_t)n, w->f) != n) {
+    if (n && fwrite(p, 1, (size_t)n, w->out.f) != n) {
         w->state = W_FAILED;
-        return wfail(err, errlen, "%s: write failed: %s", w->tmp, strerror(errno));
+        return wfail(err, errlen, "%s: write failed: %s", w->path, strerror(errno));
     }
     return 0;
 }
@@ -487,20 +484,15 @@ int hc_gguf_writer_begin(hc_gguf_writer *w, const char *path, char *err, size_t 
     if ((has >= 0 || w->alignment != HC_GGUF_DEFAULT_ALIGNMENT) &&
         hc_gguf_writer_set_u32(w, "general.alignment", w->alignment))
         return wfail(err, errlen, "%s: %s", path, hc_last_error());
-    size_t plen = strlen(path);
-    w->path = strdup(path);
-    w->tmp = malloc(plen + 5);
-    if (!w->path || !w->tmp)
+    if (!(w->path = strdup(path)))
         return wfail(err, errlen, "%s: out of memory", path);
-    memcpy(w->tmp, path, plen);
-    memcpy(w->tmp + plen, ".tmp", 5);
-    w->f = fopen(w->tmp, "wb");
-    if (!w->f) {
+    /* Replacing an existing file is the caller's decision (the tools ask for
+     * --force before any work); the writer only keeps to output_file.h. */
+    if (hc_output_open(&w->out, path, 1) != 0) {
         w->state = W_FAILED;
-        return wfail(err, errlen, "%s: cannot create: %s", w->tmp, strerror(errno));
+        return wfail(err, errlen, "%s", hc_last_error());
     }
     w->state = W_WRITING;
-    setvbuf(w->f, NULL, _IOFBF, 1 << 20);
 
     uint64_t n_t = w->n_t, n_kv = w->n_kv;
     if (out_bytes(w, w->magic, 4, err, errlen) || out_bytes(w, &w->version, 4, err, errlen) ||
@@ -592,23 +584,9 @@ int hc_gguf_writer_finish(hc_gguf_writer *w, char *err, size_t errlen)
                      "%s: tensor '%s' (#%zu) got %" PRIu64 " of its %" PRIu64 " bytes", w->path,
                      t->name, w->cur, w->cur_done, t->n_bytes);
     }
-    FILE *f = w->f;
-    w->f = NULL;
-    int bad = fflush(f) != 0 || ferror(f);
-    bad |= fsync(fileno(f)) != 0;
-    bad |= fclose(f) != 0;
-    if (bad) {
-        int e = errno;
-        unlink(w->tmp);
+    if (hc_output_commit(&w->out) != 0) {
         w->state = W_FAILED;
-        return wfail(err, errlen, "%s: write failed: %s", w->tmp, strerror(e));
-    }
-    if (rename(w->tmp, w->path) != 0) {
-        int e = errno;
-        unlink(w->tmp);
-        w->state = W_FAILED;
-        return wfail(err, errlen, "%s: cannot rename %s into place: %s", w->path, w->tmp,
-                     strerror(e));
+        return wfail(err, errlen, "%s", hc_last_error());
     }
     w->state = W_FINISHED;
     return 0;

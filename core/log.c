@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "hotcold/hotcold.h"
 
@@ -45,10 +46,15 @@ void hc_log(int level, const char *fmt, ...)
 
 void hc_set_error(const char *fmt, ...)
 {
+    /* Formatted aside first: a caller may prefix the previous error
+     * (hc_set_error("ctx: %s", hc_last_error())), which vsnprintf into the
+     * same buffer would overlap. */
+    char buf[sizeof g_last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(g_last_error, sizeof g_last_error, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(g_last_error, buf, sizeof buf);
     emit(HC_LOG_DEBUG, g_last_error);
 }
 

@@ -80,7 +80,9 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "hotcold/hotcold.h"
 #include "log.h"
+#include "output_file.h"
 #include "quantize.h"
 #include "ref/ref.h"
 
@@ -1132,20 +1134,13 @@ static int mk_init(mk *s, const hc_mkmodel_params *p)
     return 0;
 }
 
-/* Refuse to overwrite, and make sure the file fits. */
+/* Refuse to overwrite (output_file.h's rules), and make sure the file fits. */
 static int check_target(const char *path, const hc_mkmodel_params *p, uint64_t need)
 {
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) {
-            hc_set_error("mkmodel: %s is a directory", path);
-            return -1;
-        }
-        if (!p->force) {
-            hc_set_error("mkmodel: %s already exists; refusing to overwrite it (--force replaces it)",
-                         path);
-            return -1;
-        }
+    struct statvfs vfs;
+    if (hc_output_check(path, p->force) != 0) {
+        hc_set_error("mkmodel: %s", hc_last_error());
+        return -1;
     }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
@@ -1156,7 +1151,6 @@ static int check_target(const char *path, const hc_mkmodel_params *p, uint64_t n
         dir[1] = 0;
     else
         *slash = 0;
-    struct statvfs vfs;
     if (statvfs(dir, &vfs) != 0) {
         hc_set_error("mkmodel: cannot check the free space in %s: %s", dir, strerror(errno));
         return -1;
@@ -1239,7 +1233,7 @@ int hc_mkmodel_write(const char *path, const hc_mkmodel_params *p,
     }
     rc = 0;
 out:
-    hc_gguf_writer_free(s.w); /* removes "<path>.tmp" unless finished */
+    hc_gguf_writer_free(s.w); /* leaves no partial file unless finished */
     vocab_free(&v);
     free(plan);
     mk_free(&s);

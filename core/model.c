@@ -69,6 +69,12 @@ static int arch_f32(const hc_model *m, const char *suffix, float def, float *out
         hc_set_error("%s: key %s is not a float", m->path, key);
         return -1;
     }
+    /* No hyperparameter has a meaning at NaN or infinity: such a file would
+     * decode garbage without a word. */
+    if (!isfinite(*out)) {
+        hc_set_error("%s: key %s is %g; it must be a finite number", m->path, key, (double)*out);
+        return -1;
+    }
     if (present)
         *present = 1;
     return 0;
@@ -131,8 +137,14 @@ static int read_hparams(hc_model *m)
         arch_f32(m, "ffn_gate_shift", 0.0f, &hp->ffn_gate_shift, NULL) ||
         arch_f32(m, "block_input_relu_shift", 0.0f, &hp->block_input_relu_shift, &has_shift))
         return -1;
-    if (!(scale_linear > 0.0f)) {
-        hc_set_error("%s: %s.rope.scale_linear must be positive", m->path, m->arch);
+    if (!(scale_linear > 0.0f) || !(hp->rope_freq_base > 0.0f) || !(hp->norm_eps > 0.0f)) {
+        hc_set_error("%s: %s.%s must be positive (it is %g)", m->path, m->arch,
+                     !(scale_linear > 0.0f)        ? "rope.scale_linear"
+                     : !(hp->rope_freq_base > 0.0f) ? "rope.freq_base"
+                                                    : "attention.layer_norm_rms_epsilon",
+                     !(scale_linear > 0.0f)        ? (double)scale_linear
+                     : !(hp->rope_freq_base > 0.0f) ? (double)hp->rope_freq_base
+                                                    : (double)hp->norm_eps);
         return -1;
     }
     hp->rope_freq_scale = 1.0f / scale_linear;
@@ -303,31 +315,40 @@ static int bind_all(hc_model *m)
 }
 
 /* Threshold: explicit parameter, else $LLAMA_SPARSE_PRED_THRESHOLD (the name
- * PowerInfer users know), else the file's powerinfer.sparse_threshold. */
+ * PowerInfer users know), else the file's powerinfer.sparse_threshold.  Each
+ * source must give a number within HC_SPARSE_THRESHOLD_LIMIT: predictor
+ * logits are O(10), so a larger cut-off (or NaN, or infinity) is a mistake
+ * that would switch every neuron on or off. */
 static int resolve_threshold(hc_model *m, float param)
 {
     const char *env = getenv("LLAMA_SPARSE_PRED_THRESHOLD");
-    if (!isnan(param)) {
-        m->hp.sparse_threshold = param;
-        return 0;
-    }
-    if (env && *env) {
+    const char *source = "the sparse_threshold parameter", *file = "";
+    float v = param;
+    if (isnan(param) && env && *env) {
         char *end;
         errno = 0;
-        float v = strtof(env, &end);
-        if (errno || *end || isnan(v)) {
+        v = strtof(env, &end);
+        source = "LLAMA_SPARSE_PRED_THRESHOLD";
+        if (errno || end == env || *end) {
             hc_set_error("LLAMA_SPARSE_PRED_THRESHOLD='%s' is not a number", env);
             return -1;
         }
-        m->hp.sparse_threshold = v;
-        return 0;
+    } else if (isnan(param)) {
+        v = 0.0f;
+        source = "powerinfer.sparse_threshold";
+        file = m->path;
+        if (hc_gguf_find_key(m->gguf, source) >= 0 && hc_gguf_get_f32(m->gguf, source, &v)) {
+            hc_set_error("%s: powerinfer.sparse_threshold is not a float", m->path);
+            return -1;
+        }
     }
-    m->hp.sparse_threshold = 0.0f;
-    if (hc_gguf_find_key(m->gguf, "powerinfer.sparse_threshold") >= 0 &&
-        hc_gguf_get_f32(m->gguf, "powerinfer.sparse_threshold", &m->hp.sparse_threshold)) {
-        hc_set_error("%s: powerinfer.sparse_threshold is not a float", m->path);
+    if (!(fabsf(v) <= HC_SPARSE_THRESHOLD_LIMIT)) {
+        hc_set_error("%s%s%s is %g; a sparse threshold must be a number in [-%g, %g]", file,
+                     *file ? ": " : "", source, (double)v, (double)HC_SPARSE_THRESHOLD_LIMIT,
+                     (double)HC_SPARSE_THRESHOLD_LIMIT);
         return -1;
     }
+    m->hp.sparse_threshold = v;
     return 0;
 }
 
@@ -443,6 +464,12 @@ static int place_weights(hc_model *m)
     return for_each_weight(m, upload_weight);
 }
 
+static void on_read_progress(void *user, uint64_t done, uint64_t total)
+{
+    const hc_model_params *p = user;
+    p->progress(p->progress_user, "reading", done, total);
+}
+
 /* Maps the file, or reads it into huge-page memory (hc_weights_mode). */
 static hc_gguf *open_weights(const char *path, const hc_model_params *p, char *err, size_t errlen)
 {
@@ -462,7 +489,9 @@ static hc_gguf *open_weights(const char *path, const hc_model_params *p, char *e
             resident = 1, why = "CPU only";
     }
     const double t0 = hc_time_s();
-    hc_gguf *g = resident ? hc_gguf_open_resident(path, err, errlen) : hc_gguf_open(path, err, errlen);
+    hc_gguf *g = resident ? hc_gguf_open_resident(path, p->progress ? on_read_progress : NULL,
+                                                  (void *)p, err, errlen)
+                          : hc_gguf_open(path, err, errlen);
     if (g && resident)
         HC_INFO("%s: weights read into %.0f MiB of huge-page memory in %.2f s (%s; --mmap maps "
                 "the file instead)", path, (double)g->file_size / 1048576.0, hc_time_s() - t0, why);
@@ -479,7 +508,7 @@ int hc_model_weights_mode(const hc_model *m)
 hc_model_params hc_model_default_params(void)
 {
     hc_model_params p = {sizeof p, "cpu", HC_SPARSE_AUTO, NAN, -1.0, HC_GPU_INDEX_USE, NULL, 0,
-                         HC_WEIGHTS_AUTO};
+                         HC_WEIGHTS_AUTO, NULL, NULL};
     return p;
 }
 
@@ -592,6 +621,10 @@ uint64_t hc_model_decode_bytes(const hc_model *m)
 void hc_model_describe(const hc_model *m, hc_model_desc *out)
 {
     memset(out, 0, sizeof *out);
+    if (!m) {
+        out->arch = out->name = ""; /* no model: an empty description, not a crash */
+        return;
+    }
     out->arch = m->arch;
     out->name = m->name;
     out->n_vocab = m->hp.n_vocab;
@@ -613,6 +646,7 @@ void hc_model_describe(const hc_model *m, hc_model_desc *out)
     out->has_predictor = m->hp.has_predictor;
     out->sparse = m->hp.sparse;
     out->sparse_threshold = m->hp.sparse_threshold;
+    out->relu_ffn = m->hp.ffn_act != HC_GLU_SILU;
 }
 
 const struct hc_plan *hc_model_plan(const hc_model *m)

@@ -35,7 +35,7 @@ typedef struct hc_pack_params {
     const char *model;     /* input GGUF (or PWRI) model */
     const char *predictor; /* predictor side file (hotcold train-predictor) */
     const char *profile;   /* activation profile (hotcold profile), or NULL */
-    const char *out;       /* written as "<out>.tmp", renamed when complete */
+    const char *out;       /* written by core/output_file.h's rules: complete or not at all */
     float threshold;       /* NAN: the predictor file's powerinfer.sparse_threshold */
     /* Called after each output tensor (done = 1..total); may be NULL. */
     void (*progress)(void *user, int done, int total, const char *tensor);

@@ -178,7 +178,7 @@ int hc_quantize_file(const char *in, const char *out, hc_type type,
         goto out;
     rc = 0;
 out:
-    hc_gguf_writer_free(w); /* removes "<out>.tmp" unless finished */
+    hc_gguf_writer_free(w); /* leaves no partial file unless finished */
     hc_gguf_close(g);
     free(types);
     free(f);

@@ -12,8 +12,8 @@
  * be F32, F16, Q8_0 or Q4_0; anything else is an error.  Tensors already in
  * their output type are copied bit for bit.
  * The conversion streams tensor by tensor (the input is memory-mapped, the
- * output written through hc_gguf_writer into "<out>.tmp" and renamed at the
- * end), so a failure leaves no output file.
+ * output written through hc_gguf_writer, core/output_file.h's rules), so a
+ * failure leaves no output file.
  */
 #ifndef HC_CORE_QUANTIZE_H
 #define HC_CORE_QUANTIZE_H

@@ -1501,7 +1501,9 @@ int hc_pt_read(const char *path, hc_pt_tensor *out)
     void *map = MAP_FAILED;
     int fd, rc = -1;
     memset(out, 0, sizeof *out);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer before fstat
+     * refuses it (reads of a regular file ignore the flag). */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         hc_set_error("%s: cannot open: %s", path, strerror(errno));
         return -1;

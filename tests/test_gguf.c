@@ -368,7 +368,7 @@ START_TEST(test_resident_equals_mapped)
     char err[512] = "";
     const char *path = hc_test_path(HC_MODELS_DIR, "relu2M.gguf");
     hc_gguf *m = open_path(path);
-    hc_gguf *r = hc_gguf_open_resident(path, err, sizeof err);
+    hc_gguf *r = hc_gguf_open_resident(path, NULL, NULL, err, sizeof err);
     ck_assert_msg(r != NULL, "%s", err);
     ck_assert_int_eq(m->mapped, 1);
     ck_assert_int_eq(r->mapped, 2);
@@ -386,7 +386,7 @@ START_TEST(test_resident_equals_mapped)
     }
     hc_gguf_close(r);
     hc_gguf_close(m);
-    ck_assert_ptr_null(hc_gguf_open_resident("/nonexistent/x.gguf", err, sizeof err));
+    ck_assert_ptr_null(hc_gguf_open_resident("/nonexistent/x.gguf", NULL, NULL, err, sizeof err));
     ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.gguf: cannot open"));
 }
 END_TEST
@@ -635,7 +635,7 @@ START_TEST(test_fault_from_file)
     ck_assert_ptr_nonnull(strstr(err, "tensor 'b.weight' (#1): data ["));
     /* Read into memory instead of mapped: the same verdict, word for word. */
     char err2[512] = "";
-    ck_assert_ptr_null(hc_gguf_open_resident(path, err2, sizeof err2));
+    ck_assert_ptr_null(hc_gguf_open_resident(path, NULL, NULL, err2, sizeof err2));
     ck_assert_str_eq(err2, err);
     /* err may be NULL; the message still lands in hc_last_error(). */
     ck_assert_ptr_null(hc_gguf_open(path, NULL, 0));

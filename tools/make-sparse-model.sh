@@ -43,7 +43,7 @@ echo "== train-predictor: $train (held-out: $valid) ==" >&2
 
 echo "== pack: $out ==" >&2
 "$hotcold" pack -m "$model" --predictor "$work/relu2M.predictor.gguf" \
-    --profile "$work/relu2M.activation.gguf" -o "$out"
+    --profile "$work/relu2M.activation.gguf" --force -o "$out"
 
 echo "== check: greedy 200 tokens, predictor mode with --sparse-check ==" >&2
 "$hotcold" run -m "$out" --temp 0 -n 200 --sparse-check -t "$threads"

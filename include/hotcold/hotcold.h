@@ -84,6 +84,9 @@ typedef enum hc_sparse_mode {
                                 (exactly dense for ReLU FFNs; needs no predictor) */
     HC_SPARSE_PREDICTOR = 3  /* PowerInfer: fc2.relu(fc1.x) >= threshold picks the rows */
 } hc_sparse_mode;
+/* The largest |threshold| accepted from any source (parameter, environment,
+ * file): predictor logits are O(10); beyond this every neuron is on or off. */
+#define HC_SPARSE_THRESHOLD_LIMIT 1e6f
 
 /* What to do with PowerInfer's saved neuron split, <model>.generated.gpuidx. */
 typedef enum hc_gpu_index_mode {
@@ -112,13 +115,18 @@ typedef struct hc_model_params {
     const char *device;
     int sparse;             /* hc_sparse_mode */
     float sparse_threshold; /* NAN: $LLAMA_SPARSE_PRED_THRESHOLD, else the file's
-                               powerinfer.sparse_threshold, else 0 */
+                               powerinfer.sparse_threshold, else 0; whichever is used
+                               must lie within +-HC_SPARSE_THRESHOLD_LIMIT */
     /* --- grown after 0.1: read only when `size` covers them --- */
     double vram_budget;     /* bytes the GPU may hold; < 0: its free memory - 256 MiB */
     int gpu_index;          /* hc_gpu_index_mode */
     const char *gpu_index_path; /* NULL: <model>.generated.gpuidx */
     int n_ctx;              /* context the KV cache is planned for; 0: training context */
     int weights;            /* hc_weights_mode */
+    /* Progress of the long steps of a load (step "reading": the file into
+     * memory, --no-mmap), in bytes, after every 64 MiB; NULL = none. */
+    void (*progress)(void *user, const char *step, uint64_t done, uint64_t total);
+    void *progress_user;
 } hc_model_params;
 
 hc_model_params hc_model_default_params(void);
@@ -138,7 +146,10 @@ typedef struct hc_model_desc {
     int has_predictor;
     int sparse;            /* hc_sparse_mode in effect (never AUTO) */
     float sparse_threshold;
+    int relu_ffn;          /* 1: a ReLU-family FFN (ReGLU, dReLU): inactive neurons are
+                              exactly zero, so sparsity applies; 0: SwiGLU */
 } hc_model_desc;
+/* m == NULL gives an all-zero description with empty strings. */
 void hc_model_describe(const hc_model *m, hc_model_desc *out);
 /* HC_WEIGHTS_MMAP or HC_WEIGHTS_READ: how this model's weights were loaded. */
 int hc_model_weights_mode(const hc_model *m);

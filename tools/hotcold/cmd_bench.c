@@ -45,8 +45,11 @@ static void usage(FILE *f)
             "  -h, --help            this text\n");
 }
 
+#define MAX_MODES 4
+
 typedef struct bench_opts {
-    const char *model, *device, *modes;
+    const char *model, *device;
+    int modes[MAX_MODES], n_modes; /* --sparse; n_modes 0: the default */
     int n_threads, n_prompt, n_gen, reps;
     double vram_budget; /* bytes; < 0: the device's default */
     int weights;        /* hc_weights_mode */
@@ -121,10 +124,46 @@ static hc_model *load_mode(hc_engine *e, const bench_opts *o, int mode)
     mp.vram_budget = o->vram_budget;
     mp.n_ctx = o->n_prompt + o->n_gen + 1;
     mp.weights = o->weights;
+    hc_tool_progress load_progress;
+    hc_tool_progress_init(&load_progress, "load", 0);
+    mp.progress = hc_tool_on_load_progress;
+    mp.progress_user = &load_progress;
     hc_model *m = hc_model_load(e, o->model, &mp);
     if (!m)
         fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
     return m;
+}
+
+/* "off,predictor" -> modes[]; returns the count (>= 1) or -1 after saying
+ * what is wrong.  Every entry must name a mode: an empty list or an empty
+ * entry ("", ",", "off,,predictor") is a mistake, not "no modes". */
+static int parse_modes(const char *list, int *modes, int max)
+{
+    int n = 0;
+    for (const char *p = list;;) {
+        const char *end = strchrnul(p, ',');
+        int len = (int)(end - p);
+        char tok[16];
+        if (len == 0) {
+            fprintf(stderr, "hotcold bench: --sparse '%s' has an empty entry (a list of off, "
+                            "oracle, predictor)\n", list);
+            return -1;
+        }
+        if (n == max) {
+            fprintf(stderr, "hotcold bench: --sparse '%s' lists more than %d modes\n", list, max);
+            return -1;
+        }
+        snprintf(tok, sizeof tok, "%.*s", len, p);
+        if (len >= (int)sizeof tok || !hc_tool_parse_sparse_mode(tok, &modes[n])) {
+            fprintf(stderr, "hotcold bench: bad --sparse entry '%.*s' (off, oracle, predictor)\n",
+                    len, p);
+            return -1;
+        }
+        n++;
+        if (!*end)
+            return n;
+        p = end + 1;
+    }
 }
 
 static int parse_opts(int argc, char **argv, bench_opts *o)
@@ -138,14 +177,20 @@ static int parse_opts(int argc, char **argv, bench_opts *o)
         {"mmap", no_argument, 0, 'M'},           {"no-mmap", no_argument, 0, 'R'},
         {0, 0, 0, 0},
     };
+    static const char shortopts[] = "m:t:p:n:r:h";
     int c, ok;
+    if (hc_tool_reject_foreign_flags("bench", argc, argv, shortopts, longopts))
+        return -1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:t:p:n:r:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         ok = 1;
         switch (c) {
         case 'm': o->model = optarg; break;
         case 'D': o->device = optarg; break;
-        case 'S': o->modes = optarg; break;
+        case 'S':
+            if ((o->n_modes = parse_modes(optarg, o->modes, MAX_MODES)) < 0)
+                return -1;
+            break;
         case 'B': ok = hc_tool_parse_gib(optarg, &o->vram_budget); break;
         case 'M': o->weights = HC_WEIGHTS_MMAP; break;
         case 'R': o->weights = HC_WEIGHTS_READ; break;
@@ -169,31 +214,14 @@ static int parse_opts(int argc, char **argv, bench_opts *o)
     return 0;
 }
 
-/* "off,predictor" -> modes[]; returns the count or -1. */
-static int parse_modes(const char *list, int *modes, int max)
-{
-    char buf[128];
-    int n = 0;
-    snprintf(buf, sizeof buf, "%s", list);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        if (n == max || !hc_tool_parse_sparse_mode(tok, &modes[n])) {
-            fprintf(stderr, "hotcold bench: bad --sparse entry '%s' (off, oracle, predictor)\n",
-                    tok);
-            return -1;
-        }
-        n++;
-    }
-    return n;
-}
-
 int hc_cmd_bench(int argc, char **argv)
 {
-    bench_opts o = {NULL, "cpu", NULL, 0, 64, 64, 3, -1.0, HC_WEIGHTS_AUTO};
-    hc_model *models[4] = {NULL};
+    bench_opts o = {.device = "cpu", .n_prompt = 64, .n_gen = 64, .reps = 3,
+                    .vram_budget = -1.0, .weights = HC_WEIGHTS_AUTO};
+    hc_model *models[MAX_MODES] = {NULL};
     char model_path[4096];
     hc_engine *e = NULL;
-    int rc = 1, modes[4], n_modes;
+    int rc = 1, modes[MAX_MODES], n_modes;
     if (hc_bench_ops_wanted(argc, argv))
         return hc_bench_ops(argc, argv);
     int pr = parse_opts(argc, argv, &o);
@@ -227,10 +255,10 @@ int hc_cmd_bench(int argc, char **argv)
 
     /* Which modes: the user's list, or dense plus the file's own mode. */
     hc_model_desc d;
-    bench_result res[4];
-    if (o.modes) {
-        if ((n_modes = parse_modes(o.modes, modes, 4)) < 0)
-            goto out;
+    bench_result res[MAX_MODES];
+    if (o.n_modes > 0) {
+        n_modes = o.n_modes;
+        memcpy(modes, o.modes, sizeof modes);
     } else {
         /* Metadata only: map, whatever the runs will do. */
         hc_model_params pp = hc_model_default_params();
@@ -307,17 +335,20 @@ int hc_cmd_bench(int argc, char **argv)
                100.0 * tps * r->token_bytes / bw);
     }
     if (n_modes > 1 && modes[0] == HC_SPARSE_OFF)
-        for (int i = 1; i < n_modes; i++)
-            printf("%s vs dense: %.2fx faster (floor ratio %.2fx)\n",
-                   hc_tool_sparse_mode_name(modes[i]), res[0].decode_s / res[i].decode_s,
-                   res[0].token_bytes / res[i].token_bytes);
+        for (int i = 1; i < n_modes; i++) {
+            /* A ratio under 1 is a slowdown: say so rather than "0.93x faster". */
+            double speedup = res[0].decode_s / res[i].decode_s;
+            printf("%s vs dense: %.2fx %s (floor ratio %.2fx)\n",
+                   hc_tool_sparse_mode_name(modes[i]), speedup >= 1.0 ? speedup : 1.0 / speedup,
+                   speedup >= 1.0 ? "faster" : "slower", res[0].token_bytes / res[i].token_bytes);
+        }
     if (d.weight_bytes < (64u << 20))
         printf("note: %.1f MiB of weights fit in this machine's cache, so the DRAM floor does "
                "not bind (percentages above 100%% are possible)\n",
                (double)d.weight_bytes / (1 << 20));
     rc = 0;
 out:
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < MAX_MODES; i++)
         hc_model_free(models[i]);
     hc_engine_close(e);
     return rc;

@@ -146,7 +146,8 @@ int hc_cmd_mkmodel(int argc, char **argv)
         case OPT_RANK: ok = hc_tool_parse_int(optarg, 1, INT_MAX, &p.predictor_rank); break;
         case OPT_SEED: ok = hc_tool_parse_u64(optarg, &p.seed); break;
         case OPT_THRESHOLD:
-            ok = hc_tool_parse_float(optarg, -1e30f, 1e30f, &p.threshold);
+            ok = hc_tool_parse_float(optarg, -HC_SPARSE_THRESHOLD_LIMIT, HC_SPARSE_THRESHOLD_LIMIT,
+                                     &p.threshold);
             break;
         case 't': ok = hc_tool_parse_int(optarg, 1, 1024, &p.n_threads); break;
         case OPT_FORCE: p.force = 1; break;

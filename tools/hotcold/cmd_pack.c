@@ -34,12 +34,13 @@ static void usage(FILE *f)
             "      --profile FILE     output of hotcold profile (optional)\n"
             "      --threshold T      powerinfer.sparse_threshold (default: the predictor\n"
             "                         file's, which train-predictor measured recall at)\n"
-            "  -o, --output FILE      the PWRI model to write\n"
+            "  -o, --output FILE      the PWRI model to write (must not exist, see --force)\n"
+            "      --force            replace OUT if it exists\n"
             "  -q, --quiet            no progress\n"
             "  -h, --help             this text\n");
 }
 
-enum { OPT_PREDICTOR = 1000, OPT_PROFILE, OPT_THRESHOLD };
+enum { OPT_PREDICTOR = 1000, OPT_PROFILE, OPT_THRESHOLD, OPT_FORCE };
 
 typedef struct progress_state {
     int quiet, tty;
@@ -70,13 +71,14 @@ int hc_cmd_pack(int argc, char **argv)
         {"profile", required_argument, 0, OPT_PROFILE},
         {"threshold", required_argument, 0, OPT_THRESHOLD},
         {"output", required_argument, 0, 'o'},
+        {"force", no_argument, 0, OPT_FORCE},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     hc_pack_params p = hc_pack_default_params();
     progress_state ps = {0, isatty(fileno(stderr))};
-    int c;
+    int c, force = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:o:qh", longopts, NULL)) != -1) {
         switch (c) {
@@ -84,12 +86,14 @@ int hc_cmd_pack(int argc, char **argv)
         case OPT_PREDICTOR: p.predictor = optarg; break;
         case OPT_PROFILE: p.profile = optarg; break;
         case OPT_THRESHOLD:
-            if (!hc_tool_parse_float(optarg, -1e6f, 1e6f, &p.threshold)) {
+            if (!hc_tool_parse_float(optarg, -HC_SPARSE_THRESHOLD_LIMIT, HC_SPARSE_THRESHOLD_LIMIT,
+                                     &p.threshold)) {
                 fprintf(stderr, "hotcold pack: bad value '%s' for --threshold\n", optarg);
                 return 2;
             }
             break;
         case 'o': p.out = optarg; break;
+        case OPT_FORCE: force = 1; break;
         case 'q': ps.quiet = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -104,6 +108,8 @@ int hc_cmd_pack(int argc, char **argv)
                 !p.model ? "-m MODEL" : !p.predictor ? "--predictor FILE" : "-o OUT");
         return 2;
     }
+    if (hc_tool_check_output("pack", p.out, force))
+        return 1;
     p.progress = on_progress;
     p.user = &ps;
     hc_pack_report rep;

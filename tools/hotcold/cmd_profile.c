@@ -24,7 +24,7 @@ typedef struct profile_opts {
     int n_ctx;
     int64_t max_tokens;
     int n_threads;
-    int quiet;
+    int quiet, force;
 } profile_opts;
 
 static void usage(FILE *f)
@@ -44,7 +44,9 @@ static void usage(FILE *f)
             "  -m, --model FILE       the model (a ReLU-family GGUF or PWRI file)\n"
             "      --text FILE        UTF-8 corpus, paragraphs separated by blank lines\n"
             "  -o, --output FILE      side file to write (default: MODEL's name with\n"
-            "                         .activation.gguf, in the current directory)\n"
+            "                         .activation.gguf, in the current directory; must\n"
+            "                         not exist, see --force)\n"
+            "      --force            replace the output file if it exists\n"
             "      --ctx N            window size in tokens (default: the model's training\n"
             "                         context, at most 2048)\n"
             "      --max-tokens N     stop after N tokens (default: the whole corpus)\n"
@@ -56,7 +58,7 @@ static void usage(FILE *f)
             "  -h, --help             this text\n");
 }
 
-enum { OPT_TEXT = 1000, OPT_CTX, OPT_MAX_TOKENS, OPT_PT_DIR, OPT_PT_TOKENS };
+enum { OPT_TEXT = 1000, OPT_CTX, OPT_MAX_TOKENS, OPT_PT_DIR, OPT_PT_TOKENS, OPT_FORCE };
 
 static int parse_args(int argc, char **argv, profile_opts *o)
 {
@@ -69,6 +71,7 @@ static int parse_args(int argc, char **argv, profile_opts *o)
         {"threads", required_argument, 0, 't'},
         {"pt-dir", required_argument, 0, OPT_PT_DIR},
         {"pt-tokens", required_argument, 0, OPT_PT_TOKENS},
+        {"force", no_argument, 0, OPT_FORCE},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -92,6 +95,7 @@ static int parse_args(int argc, char **argv, profile_opts *o)
         case OPT_PT_TOKENS:
             ok = hc_tool_parse_u64(optarg, &o->pt_tokens) && o->pt_tokens > 0;
             break;
+        case OPT_FORCE: o->force = 1; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return -1;
@@ -152,7 +156,9 @@ static int profile_text(const profile_opts *o, hc_activation_profile *prof)
         fprintf(stderr, "hotcold profile: %s\n", hc_last_error());
         goto out;
     }
-    text = hc_tool_read_text(o->text);
+    if (hc_tool_require_relu_ffn("profile", m, o->model))
+        goto out;
+    text = hc_tool_read_text(o->text, HC_TOOL_MAX_CORPUS_BYTES);
     if (!text)
         goto out;
     hc_model_desc d;
@@ -169,8 +175,8 @@ static int profile_text(const profile_opts *o, hc_activation_profile *prof)
                 "profile: %s: %" PRId64 " tokens in %d windows of <= %d tokens (tokenized in "
                 "%.2f s)\n",
                 o->text, w.n_tokens, w.n, n_ctx, hc_time_s() - t0);
-    hc_tool_token_progress pr;
-    hc_tool_token_progress_init(&pr, "profile", o->quiet);
+    hc_tool_progress pr;
+    hc_tool_progress_init(&pr, "profile", o->quiet);
     if (hc_profile_model(m, &w, hc_tool_on_token_progress, &pr, prof)) {
         fprintf(stderr, "\nhotcold profile: %s\n", hc_last_error());
         goto out;
@@ -202,9 +208,10 @@ static int model_shape(const char *path, int n_threads, int *n_layer, int *n_ff)
     hc_model_describe(m, &d);
     *n_layer = d.n_layer;
     *n_ff = d.n_ff;
+    int rc = hc_tool_require_relu_ffn("profile", m, path);
     hc_model_free(m);
     hc_engine_close(e);
-    return 0;
+    return rc;
 }
 
 int hc_cmd_profile(int argc, char **argv)
@@ -220,6 +227,8 @@ int hc_cmd_profile(int argc, char **argv)
                             sizeof out_buf);
         o.out = out_buf;
     }
+    if (hc_tool_check_output("profile", o.out, o.force))
+        return 1;
     int rc = 1;
     double t0 = hc_time_s();
     if (o.pt_dir) {

@@ -27,8 +27,10 @@ static void usage(FILE *f)
             "multiple of 32 long is stored as f16.  The input may be f32, f16, q8_0 or\n"
             "q4_0.  Every key is kept (general.file_type is set), and so is the file's\n"
             "magic: a PowerInfer (PWRI) model stays one.  OUT appears only when\n"
-            "complete.\n"
+            "complete; an existing OUT is kept unless --force (a link is written\n"
+            "through, a device such as /dev/null written in place).\n"
             "\n"
+            "      --force   replace OUT if it exists (it may be IN itself)\n"
             "  -q, --quiet   no progress\n"
             "  -h, --help    this text\n");
 }
@@ -72,7 +74,7 @@ static double file_mib(const char *path)
 int hc_cmd_quantize(int argc, char **argv)
 {
     const char *pos[3];
-    int n_pos = 0;
+    int n_pos = 0, force = 0;
     progress_state ps = {.tty = isatty(fileno(stderr))};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -82,6 +84,8 @@ int hc_cmd_quantize(int argc, char **argv)
         }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             ps.quiet = 1;
+        } else if (!strcmp(a, "--force")) {
+            force = 1;
         } else if (!strcmp(a, "--")) {
             for (i++; i < argc; i++) {
                 if (n_pos == 3)
@@ -109,6 +113,8 @@ int hc_cmd_quantize(int argc, char **argv)
         fprintf(stderr, "hotcold quantize: unknown TYPE '%s' (use f16, q8_0 or q4_0)\n", pos[2]);
         return 2;
     }
+    if (hc_tool_check_output("quantize", pos[1], force))
+        return 1;
     double t0 = hc_time_s();
     if (hc_quantize_file(pos[0], pos[1], type, on_progress, &ps) != 0) {
         fprintf(stderr, "hotcold quantize: %s\n", hc_last_error());

@@ -144,16 +144,19 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
+    static const char shortopts[] = "m:p:f:n:t:c:b:s:vh";
     int c;
+    if (hc_tool_reject_foreign_flags("run", argc, argv, shortopts, longopts))
+        return -1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:p:f:n:t:c:b:s:vh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         int ok = 1;
         switch (c) {
         case 'm': o->model = optarg; break;
         case 'p': o->prompt = optarg; break;
         case 'f':
             free(*prompt_buf);
-            *prompt_buf = hc_tool_read_text(optarg);
+            *prompt_buf = hc_tool_read_text(optarg, HC_TOOL_MAX_PROMPT_BYTES);
             if (!*prompt_buf)
                 return -1;
             o->prompt = *prompt_buf;
@@ -177,7 +180,8 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
         case OPT_IGNORE_EOS: o->ignore_eos = 1; break;
         case OPT_SPARSE: ok = hc_tool_parse_sparse_mode(optarg, &o->sparse); break;
         case OPT_SPARSE_THRESHOLD:
-            ok = hc_tool_parse_float(optarg, -1e30f, 1e30f, &o->sparse_threshold);
+            ok = hc_tool_parse_float(optarg, -HC_SPARSE_THRESHOLD_LIMIT, HC_SPARSE_THRESHOLD_LIMIT,
+                                      &o->sparse_threshold);
             break;
         case OPT_SPARSE_CHECK: o->sparse_check = 1; break;
         case OPT_VRAM_BUDGET: ok = hc_tool_parse_gib(optarg, &o->vram_budget); break;
@@ -344,6 +348,10 @@ int hc_cmd_run(int argc, char **argv)
     mp.gpu_index = o.gpu_index;
     mp.n_ctx = o.n_ctx;
     mp.weights = o.weights;
+    hc_tool_progress load_progress;
+    hc_tool_progress_init(&load_progress, "load", 0);
+    mp.progress = hc_tool_on_load_progress;
+    mp.progress_user = &load_progress;
     m = hc_model_load(e, o.model, &mp);
     if (!m) {
         fprintf(stderr, "hotcold run: %s\n", hc_last_error());
@@ -370,7 +378,7 @@ int hc_cmd_run(int argc, char **argv)
     st.load_s = hc_time_s() - t0;
     st.stop_reason = "token limit (-n)";
     if (generate(m, ctx, smp, &o, &st) == 0) {
-        hc_tool_print_run_stats(stderr, e, m, ctx, &o.sp, &st);
+        hc_tool_print_run_stats(stderr, e, o.model, m, ctx, &o.sp, &st);
         rc = 0;
     }
 out:

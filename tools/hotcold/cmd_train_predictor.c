@@ -28,7 +28,7 @@ typedef struct tp_opts {
     int n_ctx;
     int64_t max_samples, max_heldout;
     uint64_t max_memory_mib;
-    int quiet;
+    int quiet, force;
     hc_train_params tp;
 } tp_opts;
 
@@ -48,7 +48,9 @@ static void usage(FILE *f)
             "  -m, --model FILE        the model (ReLU-family FFN)\n"
             "      --text FILE         training corpus, paragraphs separated by blank lines\n"
             "  -o, --output FILE       predictor file (default: MODEL's name with\n"
-            "                          .predictor.gguf, in the current directory)\n"
+            "                          .predictor.gguf, in the current directory; must not\n"
+            "                          exist, see --force)\n"
+            "      --force             replace the output file if it exists\n"
             "      --held-out F        hold out the last fraction F of --text (default 0.1)\n"
             "      --valid FILE        held-out text from another file instead\n"
             "      --rank auto|H       hidden size of every predictor, or auto: per layer the\n"
@@ -93,7 +95,8 @@ enum {
     OPT_MAX_SAMPLES,
     OPT_MAX_HELDOUT,
     OPT_MAX_MEMORY,
-    OPT_CTX
+    OPT_CTX,
+    OPT_FORCE
 };
 
 static int parse_count(const char *s, int64_t *out)
@@ -125,6 +128,7 @@ static int parse_args(int argc, char **argv, tp_opts *o)
         {"max-heldout", required_argument, 0, OPT_MAX_HELDOUT},
         {"max-memory", required_argument, 0, OPT_MAX_MEMORY},
         {"ctx", required_argument, 0, OPT_CTX},
+        {"force", no_argument, 0, OPT_FORCE},
         {"threads", required_argument, 0, 't'},
         {"seed", required_argument, 0, 's'},
         {"quiet", no_argument, 0, 'q'},
@@ -140,6 +144,7 @@ static int parse_args(int argc, char **argv, tp_opts *o)
         case 'm': o->model = optarg; break;
         case OPT_TEXT: o->text = optarg; break;
         case 'o': o->out = optarg; break;
+        case OPT_FORCE: o->force = 1; break;
         case OPT_HELD_OUT:
             ok = hc_tool_parse_float(optarg, 0.0f, 0.9f, &fv) && fv > 0.0f;
             o->held_out = fv;
@@ -154,7 +159,8 @@ static int parse_args(int argc, char **argv, tp_opts *o)
         case OPT_MAX_RANK: ok = hc_tool_parse_int(optarg, 1, 1 << 16, &o->tp.max_rank); break;
         case OPT_TARGET: ok = hc_tool_parse_float(optarg, 0.0f, 1.0f, &o->tp.target_recall); break;
         case OPT_THRESHOLD:
-            ok = hc_tool_parse_float(optarg, -1e6f, 1e6f, &o->tp.threshold);
+            ok = hc_tool_parse_float(optarg, -HC_SPARSE_THRESHOLD_LIMIT, HC_SPARSE_THRESHOLD_LIMIT,
+                                     &o->tp.threshold);
             break;
         case OPT_EPOCHS: ok = hc_tool_parse_int(optarg, 1, 10000, &o->tp.epochs); break;
         case OPT_POS_WEIGHT:
@@ -235,8 +241,8 @@ static int gather(hc_model *m, const char *what, const char *text, size_t len, i
         fprintf(stderr, "hotcold train-predictor: %s text: %s\n", what, hc_last_error());
         goto out;
     }
-    hc_tool_token_progress pr;
-    hc_tool_token_progress_init(&pr, what, quiet);
+    hc_tool_progress pr;
+    hc_tool_progress_init(&pr, what, quiet);
     if (hc_ffn_samples_collect(m, &w, hc_tool_on_token_progress, &pr, s)) {
         fprintf(stderr, "\nhotcold train-predictor: %s\n", hc_last_error());
         goto out;
@@ -297,6 +303,8 @@ int hc_cmd_train_predictor(int argc, char **argv)
         hc_tool_output_name(o.model, ".predictor.gguf", "predictor", out_buf, sizeof out_buf);
         o.out = out_buf;
     }
+    if (hc_tool_check_output("train-predictor", o.out, o.force))
+        return 1;
     double t_start = hc_time_s();
     hc_engine_params ep = hc_engine_default_params();
     ep.n_threads = o.tp.n_threads;
@@ -314,6 +322,8 @@ int hc_cmd_train_predictor(int argc, char **argv)
     }
     hc_model_desc d;
     hc_model_describe(m, &d);
+    if (hc_tool_require_relu_ffn("train-predictor", m, o.model))
+        goto out;
     if (o.tp.rank > d.n_embd * 4 || o.tp.max_rank > d.n_embd) {
         fprintf(stderr, "hotcold train-predictor: rank %d is larger than this model needs "
                         "(n_embd %d)\n",
@@ -337,14 +347,14 @@ int hc_cmd_train_predictor(int argc, char **argv)
         }
     }
     int n_ctx = o.n_ctx ? o.n_ctx : (d.n_ctx_train < 2048 ? d.n_ctx_train : 2048);
-    text = hc_tool_read_text(o.text);
+    text = hc_tool_read_text(o.text, HC_TOOL_MAX_CORPUS_BYTES);
     if (!text)
         goto out;
     size_t len = strlen(text), cut = len;
     const char *held_text = NULL;
     size_t held_len = 0;
     if (o.valid) {
-        valid = hc_tool_read_text(o.valid);
+        valid = hc_tool_read_text(o.valid, HC_TOOL_MAX_CORPUS_BYTES);
         if (!valid)
             goto out;
         held_text = valid;

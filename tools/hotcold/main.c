@@ -27,7 +27,8 @@ static void usage(FILE *f)
     fprintf(f, "usage: hotcold <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'hotcold <command> --help' describes a command's options.\n"
+    fprintf(f, "\n'hotcold <command> --help' (or 'hotcold help <command>') describes a "
+               "command's options.\n"
                "hotcold %s\n", HOTCOLD_VERSION);
 }
 
@@ -38,6 +39,17 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *name = argv[1];
+    if (!strcmp(name, "help") && argc > 2) {
+        /* "hotcold help run" is "hotcold run --help" */
+        char help_flag[] = "--help";
+        char *sub[] = {argv[2], help_flag, NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (!strcmp(argv[2], commands[i].name))
+                return commands[i].fn(2, sub);
+        fprintf(stderr, "hotcold: no command '%s' to describe\n\n", argv[2]);
+        usage(stderr);
+        return 2;
+    }
     if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
         usage(stdout);
         return 0;
@@ -47,8 +59,13 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(name, commands[i].name))
+        if (!strcmp(name, commands[i].name)) {
+            /* getopt names argv[0] in its own messages: "hotcold run: ...". */
+            static char prog[64];
+            snprintf(prog, sizeof prog, "hotcold %s", name);
+            argv[1] = prog;
             return commands[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "hotcold: unknown command '%s'\n\n", name);
     usage(stderr);
     return 2;

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "output_file.h"
+
 int hc_tool_parse_int(const char *s, int lo, int hi, int *out)
 {
     char *end;
@@ -57,7 +59,7 @@ const char *hc_tool_option_name(const struct option *longopts, int val)
     return buf;
 }
 
-char *hc_tool_read_text(const char *path)
+char *hc_tool_read_text(const char *path, size_t max_bytes)
 {
     FILE *f = fopen(path, "rb");
     char *buf = NULL;
@@ -68,31 +70,65 @@ char *hc_tool_read_text(const char *path)
     }
     for (;;) {
         if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
+            /* Doubling, but never past the limit plus the one chunk that
+             * proves the input is over it. */
+            size_t want = cap ? cap * 2 : 8192;
+            cap = want < max_bytes + 4096 + 1 ? want : max_bytes + 4096 + 1;
             char *nb = realloc(buf, cap);
             if (!nb) {
                 fprintf(stderr, "hotcold: out of memory reading '%s'\n", path);
-                free(buf);
-                buf = NULL;
-                goto out;
+                goto fail;
             }
             buf = nb;
         }
         size_t got = fread(buf + len, 1, 4096, f);
+        /* A NUL byte means binary data (or /dev/zero): not text to tokenize. */
+        const char *nul = memchr(buf + len, 0, got);
+        if (nul) {
+            fprintf(stderr, "hotcold: '%s' is not text (a NUL byte at offset %zu)\n", path,
+                    len + (size_t)(nul - (buf + len)));
+            goto fail;
+        }
         len += got;
+        if (len > max_bytes) {
+            fprintf(stderr, "hotcold: '%s' is over the %zu MiB this input may have\n", path,
+                    max_bytes >> 20);
+            goto fail;
+        }
         if (got < 4096)
             break;
     }
     if (ferror(f)) {
         fprintf(stderr, "hotcold: error reading '%s'\n", path);
-        free(buf);
-        buf = NULL;
-        goto out;
+        goto fail;
     }
     buf[len] = 0;
-out:
     fclose(f);
     return buf;
+fail:
+    free(buf);
+    fclose(f);
+    return NULL;
+}
+
+int hc_tool_check_output(const char *cmd, const char *path, int force)
+{
+    if (hc_output_check(path, force) == 0)
+        return 0;
+    fprintf(stderr, "hotcold %s: %s\n", cmd, hc_last_error());
+    return -1;
+}
+
+int hc_tool_require_relu_ffn(const char *cmd, const hc_model *m, const char *path)
+{
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    if (d.relu_ffn)
+        return 0;
+    fprintf(stderr, "hotcold %s: %s: the FFN is SwiGLU, whose neurons are never exactly zero, "
+                    "so PowerInfer-style sparsity does not apply (use a ReLU-family model)\n",
+            cmd, path);
+    return -1;
 }
 
 uint64_t hc_tool_random_seed(void)
@@ -220,8 +256,9 @@ static void print_sparse_stats(FILE *f, const hc_model *m, const hc_context *c)
     fprintf(f, " (mean %.3f; precision mean %.3f)\n", rsum / d.n_layer, psum / d.n_layer);
 }
 
-void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m, const hc_context *c,
-                             const hc_sampler_params *sp, const hc_run_stats *st)
+void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const char *path, const hc_model *m,
+                             const hc_context *c, const hc_sampler_params *sp,
+                             const hc_run_stats *st)
 {
     hc_model_desc d;
     hc_model_describe(m, &d);
@@ -230,9 +267,10 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const hc_model *m, con
     for (int i = 0; i < hc_engine_device_count(e); i++)
         if (hc_engine_device_report(e, i, &dr) == 0 && dr.info.kind == HC_DEVICE_CPU)
             threads = dr.info.n_threads;
+    /* The file, as the user named it: general.name is often a training run's label. */
     fprintf(f, "\n--- %s (%s%s, %d layers, %s weights %.1f MiB, %s) | %d threads | seed %" PRIu64
                " | stop: %s\n",
-            d.name, d.arch, d.is_pwri ? ", PowerInfer" : "", d.n_layer,
+            path, d.arch, d.is_pwri ? ", PowerInfer" : "", d.n_layer,
             hc_type_name((hc_type)d.weight_type), (double)d.weight_bytes / (1 << 20),
             hc_model_weights_mode(m) == HC_WEIGHTS_READ ? "read into 2 MiB pages" : "mapped",
             threads, sp->seed, st->stop_reason ? st->stop_reason : "error");
@@ -288,14 +326,14 @@ void hc_tool_output_name(const char *src, const char *suffix, const char *fallba
     snprintf(buf, size, "%.*s%s", (int)n, base, suffix);
 }
 
-void hc_tool_token_progress_init(hc_tool_token_progress *p, const char *what, int quiet)
+void hc_tool_progress_init(hc_tool_progress *p, const char *what, int quiet)
 {
-    *p = (hc_tool_token_progress){what, quiet, isatty(fileno(stderr)), hc_time_s(), 0};
+    *p = (hc_tool_progress){what, quiet, isatty(fileno(stderr)), hc_time_s(), 0};
 }
 
 void hc_tool_on_token_progress(void *user, int64_t done, int64_t total)
 {
-    hc_tool_token_progress *p = user;
+    hc_tool_progress *p = user;
     if (p->quiet)
         return;
     double now = hc_time_s();
@@ -307,6 +345,23 @@ void hc_tool_on_token_progress(void *user, int64_t done, int64_t total)
     fprintf(stderr, "%s%s: %" PRId64 "/%" PRId64 " tokens (%.0f%%), %.0f tok/s, ETA %.0f s%s",
             p->tty ? "\r\033[K" : "", p->what, done, total,
             total ? 100.0 * (double)done / (double)total : 100.0, rate, eta,
+            p->tty && done < total ? "" : "\n");
+}
+
+void hc_tool_on_load_progress(void *user, const char *step, uint64_t done, uint64_t total)
+{
+    hc_tool_progress *p = user;
+    if (p->quiet || total < (256u << 20))
+        return;
+    double now = hc_time_s();
+    if (done < total && now - p->last < (p->tty ? 0.25 : 5.0))
+        return;
+    p->last = now;
+    double el = now - p->t0, rate = el > 0 ? (double)done / el : 0.0;
+    double eta = rate > 0 ? (double)(total - done) / rate : 0.0;
+    fprintf(stderr, "%s%s: %s %.2f/%.2f GiB (%.0f%%), %.0f MB/s, ETA %.0f s%s",
+            p->tty ? "\r\033[K" : "", p->what, step, (double)done / (1u << 30),
+            (double)total / (1u << 30), 100.0 * (double)done / (double)total, rate / 1e6, eta,
             p->tty && done < total ? "" : "\n");
 }
 
