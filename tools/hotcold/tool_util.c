@@ -331,17 +331,27 @@ void hc_tool_progress_init(hc_tool_progress *p, const char *what, int quiet)
     *p = (hc_tool_progress){what, quiet, isatty(fileno(stderr)), hc_time_s(), 0};
 }
 
+/* Whether a progress line is due now (a live line 4 times a second, a log
+ * line every 5 s, and always the last); fills the rate (units/s) and ETA. */
+static int progress_due(hc_tool_progress *p, double done, double total, double *rate,
+                        double *eta)
+{
+    double now = hc_time_s();
+    if (p->quiet || (done < total && now - p->last < (p->tty ? 0.25 : 5.0)))
+        return 0;
+    p->last = now;
+    double el = now - p->t0;
+    *rate = el > 0 ? done / el : 0.0;
+    *eta = *rate > 0 ? (total - done) / *rate : 0.0;
+    return 1;
+}
+
 void hc_tool_on_token_progress(void *user, int64_t done, int64_t total)
 {
     hc_tool_progress *p = user;
-    if (p->quiet)
+    double rate, eta;
+    if (!progress_due(p, (double)done, (double)total, &rate, &eta))
         return;
-    double now = hc_time_s();
-    if (done < total && now - p->last < (p->tty ? 0.25 : 5.0))
-        return;
-    p->last = now;
-    double el = now - p->t0, rate = el > 0 ? (double)done / el : 0.0;
-    double eta = rate > 0 ? (double)(total - done) / rate : 0.0;
     fprintf(stderr, "%s%s: %" PRId64 "/%" PRId64 " tokens (%.0f%%), %.0f tok/s, ETA %.0f s%s",
             p->tty ? "\r\033[K" : "", p->what, done, total,
             total ? 100.0 * (double)done / (double)total : 100.0, rate, eta,
@@ -351,14 +361,9 @@ void hc_tool_on_token_progress(void *user, int64_t done, int64_t total)
 void hc_tool_on_load_progress(void *user, const char *step, uint64_t done, uint64_t total)
 {
     hc_tool_progress *p = user;
-    if (p->quiet || total < (256u << 20))
+    double rate, eta;
+    if (total < (256u << 20) || !progress_due(p, (double)done, (double)total, &rate, &eta))
         return;
-    double now = hc_time_s();
-    if (done < total && now - p->last < (p->tty ? 0.25 : 5.0))
-        return;
-    p->last = now;
-    double el = now - p->t0, rate = el > 0 ? (double)done / el : 0.0;
-    double eta = rate > 0 ? (double)(total - done) / rate : 0.0;
     fprintf(stderr, "%s%s: %s %.2f/%.2f GiB (%.0f%%), %.0f MB/s, ETA %.0f s%s",
             p->tty ? "\r\033[K" : "", p->what, step, (double)done / (1u << 30),
             (double)total / (1u << 30), 100.0 * (double)done / (double)total, rate / 1e6, eta,
