@@ -6,7 +6,8 @@
  *      dropping second sightings of a real file and shadowing later files
  *      whose name was already seen;
  *   2. apply the $HOTCOLD_PLUGINS selection (filtered files are never opened);
- *   3. dlopen each remaining file, check its table's header, call probe();
+ *   3. check each remaining file's ELF headers (a truncated file would
+ *      crash dlopen), dlopen it, check its table's header, call probe();
  *   4. per family, init() the best probe, falling back to the next best
  *      variant when init() fails; the others are SHADOWED;
  *   5. copy the candidate records out for `hotcold devices`.
@@ -27,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf_check.h"
 #include "log.h"
 
 #ifndef HC_PLUGIN_INSTALL_DIR
@@ -458,6 +460,11 @@ static const char *dl_reason(const char *path)
 
 static void open_candidate(item *it)
 {
+    char why[sizeof it->c.reason];
+    if (hc_elf_check(it->real, why, sizeof why) != 0) {
+        decide(it, HC_CAND_REJECTED, "%s", why);
+        return;
+    }
     dlerror();
     void *dl = dlopen(it->real, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {

@@ -10,8 +10,9 @@
  *   2. the install plugin dir (HC_PLUGIN_INSTALL_DIR, set by CMake);
  *   3. the directory of the running executable, and <exe_dir>/../lib/hotcold.
  * Candidates are files named libhc-<family>[-<variant>].so, sorted by name.
- * Each is dlopen()ed (RTLD_NOW | RTLD_LOCAL), its entry symbol called with
- * our ABI version, the table's header checked (major equal; size >= the 1.0
+ * Each is checked against its ELF headers (elf_check.h: dlopen() of a
+ * truncated file dies of SIGBUS), dlopen()ed (RTLD_NOW | RTLD_LOCAL), its
+ * entry symbol called with our ABI version, the table's header checked (major equal; size >= the 1.0
  * table; required entries non-NULL), and probe() called.  Per family the
  * highest non-zero probe wins (ties: first in search order); its init() is
  * called.  $HOTCOLD_PLUGINS=cpu,vulkan keeps only the listed families

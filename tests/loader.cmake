@@ -29,6 +29,8 @@ hc_add_stub(nosym ${stub_src} STUB_FAMILY="nosym" STUB_NO_ENTRY)
 hc_add_stub(nulltab ${stub_src} STUB_FAMILY="nulltab" STUB_ENTRY_NULL)
 hc_add_stub(initfail ${stub_src} STUB_FAMILY="initfail" STUB_INIT_FAIL)
 hc_add_stub(nullaxpy ${stub_src} STUB_FAMILY="nullaxpy" STUB_NULL_FIELD=axpy_rows)
+# Well-formed ELF that dlopen(RTLD_NOW) refuses: an undefined symbol.
+hc_add_stub(undef ${stub_src} STUB_FAMILY="undef" STUB_UNDEFINED)
 hc_add_stub(nodev ${stub_src} STUB_FAMILY="nodev" STUB_N_DEVICES=0)
 hc_add_stub(misnamed ${stub_src} STUB_FAMILY="other")
 hc_add_stub(duo-low ${stub_src} STUB_FAMILY="duo" STUB_VARIANT="low" STUB_PROBE=5)

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -209,6 +211,66 @@ START_TEST(unknown_tensor_type)
 }
 END_TEST
 
+/* ---- plugins: what `devices` and `run` say about them ------------------- */
+
+/* The plugin tests change the environment the command sees; each starts
+ * from what CTest gave the suite. */
+static char *saved_plugin_path;
+
+static void plugins_setup(void)
+{
+    const char *p = getenv("HOTCOLD_PLUGIN_PATH");
+    saved_plugin_path = p ? strdup(p) : NULL;
+}
+
+static void plugins_teardown(void)
+{
+    if (saved_plugin_path)
+        setenv("HOTCOLD_PLUGIN_PATH", saved_plugin_path, 1);
+    else
+        unsetenv("HOTCOLD_PLUGIN_PATH");
+    free(saved_plugin_path);
+    saved_plugin_path = NULL;
+    unsetenv("HOTCOLD_PLUGINS");
+}
+
+/* A plugin of the build, copied (first `bytes` bytes, 0 = all) into a
+ * folder of its own in the scratch directory; returns the folder. */
+static const char *plugin_copy(const char *folder, const char *name, size_t bytes)
+{
+    static char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", hc_test_tmpdir(), folder);
+    mkdir(dir, 0700);
+    size_t len = 0;
+    char *data = hc_test_read_file(hc_test_path(HC_PLUGIN_BUILD_DIR, name), &len);
+    ck_assert_msg(data != NULL, "no %s in %s", name, HC_PLUGIN_BUILD_DIR);
+    FILE *f = fopen(hc_test_path(dir, name), "wb");
+    ck_assert(f != NULL);
+    ck_assert_uint_eq(fwrite(data, 1, bytes ? bytes : len, f), bytes ? bytes : len);
+    ck_assert_int_eq(fclose(f), 0);
+    free(data);
+    return dir;
+}
+
+START_TEST(truncated_plugin_is_rejected_not_fatal)
+{
+    /* Issue 12 item 7: dlopen of a half copy died of SIGBUS. */
+    size_t len = 0;
+    char *data = hc_test_read_file(hc_test_path(HC_PLUGIN_BUILD_DIR, "libhc-cpu-generic.so"), &len);
+    ck_assert(data != NULL);
+    free(data);
+    /* Searched first, so the build's whole copy is shadowed by the half. */
+    setenv("HOTCOLD_PLUGIN_PATH", plugin_copy("half", "libhc-cpu-generic.so", len / 2), 1);
+    cli_result r;
+    cli(&r, "devices");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "rejected  cpu-generic") && strstr(r.out, "/half/libhc-cpu-generic.so"),
+                  "stdout: %s", r.out);
+    ck_assert_msg(strstr(r.out, "why: truncated ELF file: PT_LOAD segment"), "stdout: %s", r.out);
+    cli_free(&r);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -224,6 +286,12 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, unknown_architecture);
     tcase_add_test(tc, unknown_tensor_type);
     suite_add_tcase(s, tc);
+
+    TCase *pl = tcase_create("plugins");
+    tcase_set_timeout(pl, 120);
+    tcase_add_checked_fixture(pl, plugins_setup, plugins_teardown);
+    tcase_add_test(pl, truncated_plugin_is_rejected_not_fatal);
+    suite_add_tcase(s, pl);
     return s;
 }
 

@@ -9,8 +9,10 @@
  */
 #include <check.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <ftw.h>
+#include <link.h> /* ElfW() */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -330,20 +332,173 @@ START_TEST(test_not_elf)
     static const char text[] = "this is not a shared library, only some text to make the file "
                                "longer than an ELF header would be\n";
     write_file(path, text, sizeof text - 1);
-    /* What the dynamic loader itself says about this file. */
-    ck_assert_ptr_null(dlopen(path, RTLD_NOW | RTLD_LOCAL));
-    const char *err = dlerror();
-    ck_assert_ptr_nonnull(err);
-    const char *colon = strrchr(err, ':');
-    ck_assert_ptr_nonnull(colon);
-    char tail[256]; /* a copy: the loader's own dlopen reuses dlerror's buffer */
-    snprintf(tail, sizeof tail, "%s", colon + 2);
-    ck_assert_msg(tail[0], "unexpected dlerror text '%s'", err);
-
     load(scratch("g"), NULL);
     ck_assert_int_eq(reg.n_candidates, 1);
-    expect("libhc-garbage.so", HC_CAND_REJECTED, tail);
-    expect("libhc-garbage.so", HC_CAND_REJECTED, "dlopen");
+    const hc_plugin_candidate *c = expect("libhc-garbage.so", HC_CAND_REJECTED, "not an ELF file");
+    ck_assert_int_eq(c->probe, -1);
+}
+END_TEST
+
+START_TEST(test_dlopen_fails)
+{
+    /* A well-formed shared object passes the ELF check; what dlopen itself
+     * says about it is the reason. */
+    ck_assert_ptr_null(dlopen(STUB("undef"), RTLD_NOW | RTLD_LOCAL));
+    const char *err = dlerror();
+    ck_assert_ptr_nonnull(err);
+    const char *tail = strstr(err, "undefined symbol");
+    ck_assert_msg(tail != NULL, "unexpected dlerror text '%s'", err);
+    char want[256]; /* a copy: the loader's own dlopen reuses dlerror's buffer */
+    snprintf(want, sizeof want, "%s", tail);
+
+    load(STUB("undef"), NULL);
+    expect("libhc-undef.so", HC_CAND_REJECTED, "dlopen: ");
+    expect("libhc-undef.so", HC_CAND_REJECTED, want);
+}
+END_TEST
+
+/* ---- files that would crash dlopen: the ELF check ------------------------- */
+
+/* The stub "good" as bytes, with its headers read the way the gABI lays
+ * them out (independently of core/elf_check.c). */
+typedef struct elf_image {
+    unsigned char *data;
+    size_t len;
+    ElfW(Ehdr) *eh;
+    ElfW(Phdr) *ph;
+} elf_image;
+
+static elf_image read_good_stub(void)
+{
+    elf_image im = {0};
+    im.data = (unsigned char *)hc_test_read_file(STUB("good"), &im.len);
+    ck_assert_ptr_nonnull(im.data);
+    ck_assert_uint_ge(im.len, sizeof(ElfW(Ehdr)));
+    im.eh = (ElfW(Ehdr) *)im.data;
+    ck_assert_int_eq(memcmp(im.eh->e_ident, ELFMAG, SELFMAG), 0);
+    ck_assert_uint_le(im.eh->e_phoff + (size_t)im.eh->e_phnum * sizeof(ElfW(Phdr)), im.len);
+    im.ph = (ElfW(Phdr) *)(im.data + im.eh->e_phoff);
+    return im;
+}
+
+/* Write the first `len` bytes of im (as modified) as <dir>/libhc-good.so and
+ * load that directory. */
+static void load_image(const elf_image *im, size_t len, const char *dir)
+{
+    make_dir(scratch(dir));
+    char name[64];
+    snprintf(name, sizeof name, "%s/libhc-good.so", dir);
+    write_file(scratch(name), im->data, len);
+    load(scratch(dir), NULL);
+    ck_assert_int_eq(reg.n_candidates, 1);
+}
+
+START_TEST(test_truncated_elf)
+{
+    elf_image im = read_good_stub();
+    /* Control: the whole file loads. */
+    load_image(&im, im.len, "whole");
+    expect("libhc-good.so", HC_CAND_LOADED, NULL);
+
+    /* Half the file: the first segment (in header order) whose file bytes
+     * run past the cut is what dlopen would have faulted on. */
+    size_t half = im.len / 2;
+    int first = -1;
+    for (int i = 0; i < im.eh->e_phnum && first < 0; i++)
+        if (im.ph[i].p_filesz > 0 && im.ph[i].p_offset + im.ph[i].p_filesz > half)
+            first = i;
+    ck_assert_msg(first >= 0, "no segment of the stub reaches past half its size");
+    char want[96];
+    snprintf(want, sizeof want, "segment %d needs file bytes %llu..%llu, the file has %zu", first,
+             (unsigned long long)im.ph[first].p_offset,
+             (unsigned long long)(im.ph[first].p_offset + im.ph[first].p_filesz), half);
+    load_image(&im, half, "half");
+    expect("libhc-good.so", HC_CAND_REJECTED, "truncated ELF file");
+    const hc_plugin_candidate *c = expect("libhc-good.so", HC_CAND_REJECTED, want);
+    ck_assert_int_eq(c->probe, -1); /* never opened */
+
+    /* Every segment complete, the section header table (at the end) cut. */
+    size_t seg_end = 0;
+    for (int i = 0; i < im.eh->e_phnum; i++)
+        if (im.ph[i].p_offset + im.ph[i].p_filesz > seg_end)
+            seg_end = im.ph[i].p_offset + im.ph[i].p_filesz;
+    ck_assert_uint_ne(im.eh->e_shoff, 0);
+    ck_assert_uint_lt(seg_end, im.len);
+    ck_assert_uint_ge(im.eh->e_shoff, seg_end);
+    load_image(&im, im.eh->e_shoff + 1, "sections");
+    expect("libhc-good.so", HC_CAND_REJECTED, "section header table");
+
+    /* Inside the ELF header, inside e_ident, and before the magic ends. */
+    load_image(&im, sizeof(ElfW(Ehdr)) - 1, "header");
+    expect("libhc-good.so", HC_CAND_REJECTED, "truncated ELF file");
+    load_image(&im, EI_NIDENT - 1, "ident");
+    expect("libhc-good.so", HC_CAND_REJECTED, "truncated ELF file");
+    load_image(&im, SELFMAG - 1, "magic");
+    expect("libhc-good.so", HC_CAND_REJECTED, "not an ELF file");
+    load_image(&im, 0, "empty");
+    expect("libhc-good.so", HC_CAND_REJECTED, "not an ELF file");
+    free(im.data);
+}
+END_TEST
+
+START_TEST(test_corrupt_elf_headers)
+{
+    static const struct {
+        const char *what, *reason;
+    } cases[] = {
+        {"class", "wrong ELF class: a 32-bit file"},
+        {"data", "wrong byte order"},
+        {"version", "version 0"},
+        {"type", "ET_EXEC"},
+        {"machine", "machine"},
+        {"phentsize", "program header entries of 7 bytes"},
+        {"phnum", "0 program headers"},
+        {"phoff", "program header table needs bytes"},
+        {"load_offset", "truncated ELF file: PT_LOAD segment"},
+        {"load_overflow", "truncated ELF file: PT_LOAD segment"},
+        {"load_memsz", "file bytes but only"},
+        {"no_dynamic", "no PT_DYNAMIC segment"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        elf_image im = read_good_stub();
+        const char *w = cases[k].what;
+        int load_i = -1, dyn_i = -1;
+        for (int i = 0; i < im.eh->e_phnum; i++) {
+            if (im.ph[i].p_type == PT_LOAD && im.ph[i].p_filesz > 0 && load_i < 0)
+                load_i = i;
+            if (im.ph[i].p_type == PT_DYNAMIC)
+                dyn_i = i;
+        }
+        ck_assert(load_i >= 0 && dyn_i >= 0);
+        if (!strcmp(w, "class"))
+            im.eh->e_ident[EI_CLASS] = ELFCLASS32;
+        else if (!strcmp(w, "data"))
+            im.eh->e_ident[EI_DATA] =
+                im.eh->e_ident[EI_DATA] == ELFDATA2LSB ? ELFDATA2MSB : ELFDATA2LSB;
+        else if (!strcmp(w, "version"))
+            im.eh->e_ident[EI_VERSION] = EV_NONE;
+        else if (!strcmp(w, "type"))
+            im.eh->e_type = ET_EXEC;
+        else if (!strcmp(w, "machine"))
+            im.eh->e_machine = im.eh->e_machine == EM_X86_64 ? EM_AARCH64 : EM_X86_64;
+        else if (!strcmp(w, "phentsize"))
+            im.eh->e_phentsize = 7;
+        else if (!strcmp(w, "phnum"))
+            im.eh->e_phnum = 0;
+        else if (!strcmp(w, "phoff"))
+            im.eh->e_phoff = im.len - 8;
+        else if (!strcmp(w, "load_offset"))
+            im.ph[load_i].p_offset = im.len;
+        else if (!strcmp(w, "load_overflow"))
+            im.ph[load_i].p_offset = (ElfW(Off))-16; /* offset + size wraps around */
+        else if (!strcmp(w, "load_memsz"))
+            im.ph[load_i].p_memsz = im.ph[load_i].p_filesz - 1;
+        else if (!strcmp(w, "no_dynamic"))
+            im.ph[dyn_i].p_type = PT_NULL;
+        load_image(&im, im.len, w);
+        expect("libhc-good.so", HC_CAND_REJECTED, cases[k].reason);
+        free(im.data);
+    }
 }
 END_TEST
 
@@ -506,6 +661,7 @@ START_TEST(test_whole_stub_dir)
         {"libhc-nosym.so", HC_CAND_REJECTED},    {"libhc-nullaxpy.so", HC_CAND_REJECTED},
         {"libhc-nulltab.so", HC_CAND_REJECTED},  {"libhc-small.so", HC_CAND_REJECTED},
         {"libhc-trio-best.so", HC_CAND_REJECTED}, {"libhc-trio-ok.so", HC_CAND_LOADED},
+        {"libhc-undef.so", HC_CAND_REJECTED},
     };
     const int n = (int)(sizeof want / sizeof want[0]);
     load(HC_STUB_DIR, NULL);
@@ -861,6 +1017,9 @@ static Suite *loader_suite(void)
     tcase_add_test(t, test_family_mismatch);
     tcase_add_test(t, test_zero_devices);
     tcase_add_test(t, test_not_elf);
+    tcase_add_test(t, test_dlopen_fails);
+    tcase_add_test(t, test_truncated_elf);
+    tcase_add_test(t, test_corrupt_elf_headers);
     tcase_add_test(t, test_non_matching_names_ignored);
     tcase_add_test(t, test_missing_path_entry);
     tcase_add_test(t, test_two_variants);

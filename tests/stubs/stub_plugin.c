@@ -12,6 +12,8 @@
  *   STUB_NO_ENTRY              the entry symbol is misspelt (not found)
  *   STUB_ENTRY_NULL            the entry symbol returns NULL
  *   STUB_INIT_FAIL             init() fails; last_error(NULL) says why
+ *   STUB_UNDEFINED             probe() calls a function no library defines, so
+ *                              dlopen(RTLD_NOW) fails on a well-formed file
  *
  * Devices do nothing: buffers and compute return HC_E_UNSUPPORTED.  What the
  * tests look at is the loader's verdict, the host struct it passes (init
@@ -47,9 +49,17 @@ struct hc_plugin_ctx {
 /* Errors with no context (a failed init) are kept here. */
 static char g_err[128];
 
+#ifdef STUB_UNDEFINED
+int hc_stub_function_nobody_defines(void);
+#endif
+
 static int stub_probe(void)
 {
+#ifdef STUB_UNDEFINED
+    return hc_stub_function_nobody_defines();
+#else
     return STUB_PROBE;
+#endif
 }
 
 static hc_status stub_init(const hc_plugin_host *host, hc_plugin_ctx **out)
