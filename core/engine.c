@@ -5,6 +5,7 @@
 #include "engine.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -230,12 +231,28 @@ int hc_engine_find_device(const hc_engine *e, const char *spec)
             index = index * 10 + (*p - '0');
         }
     }
+    int n_family = 0;
     for (int i = 0; i < e->n_devices; i++) {
         const hc_engine_device *d = &e->devices[i];
-        if (strlen(d->be->family) == fam_len && strncmp(d->be->family, spec, fam_len) == 0 &&
-            (index < 0 || d->index == index))
+        if (strlen(d->be->family) != fam_len || strncmp(d->be->family, spec, fam_len) != 0)
+            continue;
+        if (index < 0 || d->index == index)
             return i;
+        n_family++;
     }
-    hc_set_error("no device '%s' (see `hotcold devices`)", spec);
+    /* Say why: the family has fewer devices, or what became of its plugins. */
+    char family[sizeof e->devices->be->family];
+    snprintf(family, sizeof family, "%.*s", (int)fam_len, spec);
+    if (n_family > 0) {
+        if (n_family == 1)
+            hc_set_error("no device '%s': the %s plugin has 1 device, %s:0", spec, family, family);
+        else
+            hc_set_error("no device '%s': the %s plugin has %d devices, %s:0 to %s:%d", spec,
+                         family, n_family, family, family, n_family - 1);
+        return -1;
+    }
+    char why[1024];
+    hc_registry_explain(&e->reg, family, why, sizeof why);
+    hc_set_error("no device '%s': %s (see 'hotcold devices')", spec, why);
     return -1;
 }

@@ -332,14 +332,16 @@ static int compare_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int scan_dir(scan *s, const char *dir, int explicit_entry)
+static int scan_dir(scan *s, const char *dir, hc_search_report *rep)
 {
     char **names = NULL;
     int n = 0, cap = 0, rc = 0;
     DIR *d = opendir(dir);
     if (!d) {
-        hc_log(explicit_entry ? HC_LOG_INFO : HC_LOG_DEBUG, "plugin dir %s: %s", dir,
-               strerror(errno));
+        /* It exists (stat said so): not being able to list it is worth
+         * saying, whoever named it. */
+        snprintf(rep->problem, sizeof rep->problem, "cannot read the folder: %s", strerror(errno));
+        HC_INFO("plugin dir %s (%s): %s", dir, rep->origin, rep->problem);
         return 0;
     }
     struct dirent *de;
@@ -393,19 +395,28 @@ out:
     return rc;
 }
 
-static int scan_entry(scan *s, const search_entry *e)
+/* Walk one entry of the search path, saying in rep what stopped it. */
+static int scan_entry(scan *s, const search_entry *e, hc_search_report *rep)
 {
     struct stat st;
     int level = e->explicit_entry ? HC_LOG_INFO : HC_LOG_DEBUG;
+    snprintf(rep->path, sizeof rep->path, "%s", e->path);
+    rep->origin = e->origin;
     if (stat(e->path, &st) != 0) {
-        hc_log(level, "plugin path entry %s (%s): %s", e->path, e->origin, strerror(errno));
+        if (errno == ENOENT || errno == ENOTDIR)
+            rep->missing = 1;
+        else /* EACCES on a folder above it, ELOOP, ...: it may well exist */
+            snprintf(rep->problem, sizeof rep->problem, "cannot look it up: %s", strerror(errno));
+        hc_log(rep->missing ? level : HC_LOG_INFO, "plugin path entry %s (%s): %s", e->path,
+               e->origin, strerror(errno));
         return 0;
     }
     if (S_ISDIR(st.st_mode))
-        return scan_dir(s, e->path, e->explicit_entry);
+        return scan_dir(s, e->path, rep);
     if (S_ISREG(st.st_mode))
         return add_file(s, e->path, 1);
-    hc_log(level, "plugin path entry %s (%s): not a file or directory", e->path, e->origin);
+    snprintf(rep->problem, sizeof rep->problem, "not a plugin file or a folder");
+    hc_log(HC_LOG_INFO, "plugin path entry %s (%s): %s", e->path, e->origin, rep->problem);
     return 0;
 }
 
@@ -442,6 +453,79 @@ static int is_selected(const char *list, const char *family, const char *variant
             return 1;
     }
     return any ? 0 : -1;
+}
+
+/* "cpu-avx2" for a candidate. */
+static void candidate_name(const hc_plugin_candidate *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s%s%s", c->family, c->variant[0] ? "-" : "", c->variant);
+}
+
+/* The names of every candidate found (each once), comma-separated. */
+static void names_found(const scan *s, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < s->n; i++) {
+        char name[80], seen_name[80];
+        if (!s->v[i].c.family[0])
+            continue;
+        candidate_name(&s->v[i].c, name, sizeof name);
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) {
+            candidate_name(&s->v[j].c, seen_name, sizeof seen_name);
+            seen = strcmp(name, seen_name) == 0;
+        }
+        int w = seen ? 0 : snprintf(buf + used, len - used, "%s%s", used ? ", " : "", name);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/* Name the entries of the selection list that match no candidate found, so
+ * a typo ("vulcan") or a missing plugin is said, not silently filtered. */
+static void note_unmatched(hc_registry *r, const scan *s, const char *list, const char *src)
+{
+    char unmatched[256] = "";
+    size_t used = 0;
+    int n_tokens = 0, n_unmatched = 0;
+    for (const char *p = list; *p;) {
+        while (*p == ',' || isspace((unsigned char)*p))
+            p++;
+        const char *start = p;
+        while (*p && *p != ',')
+            p++;
+        const char *end = p;
+        while (end > start && isspace((unsigned char)end[-1]))
+            end--;
+        size_t len = (size_t)(end - start);
+        if (len == 0)
+            continue;
+        n_tokens++;
+        int matched = 0;
+        for (int i = 0; i < s->n && !matched; i++)
+            matched = s->v[i].c.family[0] &&
+                      (token_equals(start, len, s->v[i].c.family, NULL) ||
+                       token_equals(start, len, s->v[i].c.family, s->v[i].c.variant));
+        if (matched)
+            continue;
+        n_unmatched++;
+        int w = snprintf(unmatched + used, sizeof unmatched - used, "%s'%.*s'", used ? ", " : "",
+                         (int)len, start);
+        if (w > 0 && (size_t)w < sizeof unmatched - used)
+            used += (size_t)w;
+    }
+    if (n_unmatched == 0)
+        return;
+    char found[256];
+    names_found(s, found, sizeof found);
+    if (!found[0])
+        snprintf(found, sizeof found, "none");
+    snprintf(r->select_note, sizeof r->select_note, "%s=%s: %s %s no plugin found%s (found: %s)",
+             src, list, unmatched, n_unmatched == 1 ? "matches" : "match",
+             n_unmatched == n_tokens ? ", so every plugin is filtered out" : "", found);
+    HC_WARN("%s", r->select_note);
 }
 
 /* ---- opening and checking one candidate ------------------------------------ */
@@ -656,9 +740,14 @@ int hc_registry_load(hc_registry *r, const hc_loader_options *opt)
         opt = &defaults;
     if (build_search_path(opt, &sp) != 0)
         goto out;
-    for (int i = 0; i < sp.n; i++)
-        if (scan_entry(&s, &sp.v[i]) != 0)
+    if (sp.n > 0 && !(r->entries = calloc((size_t)sp.n, sizeof *r->entries)))
+        goto out;
+    for (int i = 0; i < sp.n; i++) {
+        HC_INFO("plugin search path %d: %s (%s)", i + 1, sp.v[i].path, sp.v[i].origin);
+        r->n_entries++;
+        if (scan_entry(&s, &sp.v[i], &r->entries[i]) != 0)
             goto out;
+    }
 
     const char *select = opt->select;
     const char *select_src = "the plugins option";
@@ -671,6 +760,8 @@ int hc_registry_load(hc_registry *r, const hc_loader_options *opt)
         if (it->pending && is_selected(select, it->c.family, it->c.variant) == 0)
             decide(it, HC_CAND_FILTERED, "not selected by %s=%s", select_src, select);
     }
+    if (select)
+        note_unmatched(r, &s, select, select_src);
 
     for (int i = 0; i < s.n; i++)
         if (s.v[i].pending)
@@ -706,6 +797,7 @@ void hc_registry_free(hc_registry *r)
         if (r->backends[i].ops)
             r->backends[i].ops->shutdown(r->backends[i].ctx);
     free(r->candidates);
+    free(r->entries);
     free(r->backends); /* also frees the hc_plugin_host blocks behind it */
     memset(r, 0, sizeof *r);
 }
@@ -718,4 +810,46 @@ hc_backend *hc_registry_find(hc_registry *r, const char *family)
         if (strcmp(r->backends[i].family, family) == 0)
             return &r->backends[i];
     return NULL;
+}
+
+void hc_registry_explain(const hc_registry *r, const char *family, char *buf, size_t len)
+{
+    int n = 0, n_filtered = 0;
+    const hc_plugin_candidate *filtered = NULL;
+    for (int i = 0; i < r->n_candidates; i++) {
+        const hc_plugin_candidate *c = &r->candidates[i];
+        if (strcmp(c->family, family) != 0)
+            continue;
+        n++;
+        if (c->state == HC_CAND_FILTERED) {
+            n_filtered++;
+            filtered = c;
+        }
+    }
+    if (n == 0) {
+        snprintf(buf, len, "no plugin of family '%s' was found on the plugin search path", family);
+        return;
+    }
+    if (n == n_filtered) {
+        snprintf(buf, len, "%s %s plugin%s filtered out: %s", n == 1 ? "the" : "every", family,
+                 n == 1 ? " was" : " found was", filtered->reason);
+        return;
+    }
+    /* Each candidate that was not filtered, with what became of it. */
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < r->n_candidates; i++) {
+        const hc_plugin_candidate *c = &r->candidates[i];
+        if (strcmp(c->family, family) != 0 || c->state == HC_CAND_FILTERED)
+            continue;
+        char name[80];
+        candidate_name(c, name, sizeof name);
+        int loaded = c->state == HC_CAND_LOADED; /* then it has no devices */
+        const char *why = loaded && !c->reason[0] ? "no devices" : c->reason;
+        int w = snprintf(buf + used, len - used, "%s%s %s%s%s", used ? "; " : "", name,
+                         state_word(c->state), loaded ? ", " : why[0] ? ": " : "", why);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
 }

@@ -35,6 +35,11 @@
  *  - If the best variant's init() fails it is REJECTED (with the plugin's
  *    last_error(ctx) text; ctx is NULL when init left none, so last_error
  *    must accept NULL) and the next best variant of the family is tried.
+ *  - A $HOTCOLD_PLUGINS entry that matches no candidate found is named in
+ *    select_note (and logged at WARN), with the names that were found.
+ *  - An entry of the search path that exists but cannot be searched (a
+ *    folder without read permission, a special file) keeps its problem in
+ *    the registry's entry list, for `hotcold devices`.
  *  - Each loaded plugin gets its own hc_plugin_host, valid until
  *    hc_registry_free(); its log_user is the string "family[-variant]".
  *  - An explicitly listed file whose name does not match the pattern is
@@ -65,6 +70,14 @@ typedef struct hc_plugin_candidate {
     char reason[256];   /* why rejected / shadowed / filtered; "" if loaded */
 } hc_plugin_candidate;
 
+/* One entry of the search path, as the loader walked it. */
+typedef struct hc_search_report {
+    char path[HC_PLUGIN_PATH_MAX];
+    const char *origin; /* "$HOTCOLD_PLUGIN_PATH", "install dir", ... (static text) */
+    int missing;        /* it does not exist (normal for a default dir) */
+    char problem[256];  /* why it exists but could not be searched; "" if it was */
+} hc_search_report;
+
 /* One loaded plugin (one per family). */
 typedef struct hc_backend {
     char path[HC_PLUGIN_PATH_MAX];
@@ -89,6 +102,9 @@ typedef struct hc_registry {
     int n_candidates;
     hc_backend *backends;
     int n_backends;
+    hc_search_report *entries; /* the search path walked, in order */
+    int n_entries;
+    char select_note[512];  /* $HOTCOLD_PLUGINS entries that matched nothing; "" if none */
 } hc_registry;
 
 /* Discover and load plugins.  Always succeeds in the sense that a registry
@@ -99,6 +115,11 @@ int hc_registry_load(hc_registry *r, const hc_loader_options *opt);
 void hc_registry_free(hc_registry *r);
 /* The loaded backend of a family ("cpu"), or NULL. */
 hc_backend *hc_registry_find(hc_registry *r, const char *family);
+/* One line on what became of `family`'s plugins, for an error that says why
+ * there is no device of it: "no plugin of family 'x' was found ...", "every
+ * cpu plugin found was filtered out: not selected by $HOTCOLD_PLUGINS=...",
+ * or each candidate's state and reason. */
+void hc_registry_explain(const hc_registry *r, const char *family, char *buf, size_t len);
 
 /* The search path hc_registry_load() walks for these options, in order:
  * fn(user, entry, origin) is called for each entry (which may not exist);

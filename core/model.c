@@ -555,17 +555,17 @@ hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *p
      * whatever the GPU does not; a GPU takes its share on top. */
     int cpu = hc_engine_find_device(e, "cpu");
     if (cpu < 0) {
-        hc_set_error("no CPU device: the cpu plugin did not load (see 'hotcold devices')");
+        char why[1024]; /* what became of the cpu plugins, from the engine */
+        snprintf(why, sizeof why, "%s", hc_last_error());
+        hc_set_error("a model needs the CPU device: %s", why);
         goto fail;
     }
     if (hc_dev_open(&m->cpu, e, cpu) || place_weights(m))
         goto fail;
     if (strcmp(p.device, "cpu") != 0 && strcmp(p.device, "cpu:0") != 0) {
         int gpu = hc_engine_find_device(e, p.device);
-        if (gpu < 0) {
-            hc_set_error("no device '%s' (see 'hotcold devices')", p.device);
-            goto fail;
-        }
+        if (gpu < 0)
+            goto fail; /* the engine said why there is no such device */
         if (hc_dev_open(&m->gpu, e, gpu))
             goto fail;
         m->has_gpu = 1;

@@ -271,6 +271,40 @@ START_TEST(truncated_plugin_is_rejected_not_fatal)
 }
 END_TEST
 
+START_TEST(selection_that_matches_nothing_is_said)
+{
+    setenv("HOTCOLD_PLUGINS", "missing", 1);
+    cli_result r;
+    cli(&r, "devices");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "why: $HOTCOLD_PLUGINS=missing: 'missing' matches no plugin found, "
+                                "so every plugin is filtered out (found: cpu-"),
+                  "stdout: %s", r.out);
+    cli_free(&r);
+
+    /* run: the cpu plugin was filtered out, not "did not load". */
+    cli(&r, "run -n 1");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "cpu plugin found was filtered out: not selected by "
+                                "$HOTCOLD_PLUGINS=missing") &&
+                      !strstr(r.err, "did not load"),
+                  "stderr: %s", r.err);
+    cli_free(&r);
+
+    /* A typo next to a good name: the good one loads, the typo is named. */
+    setenv("HOTCOLD_PLUGINS", "cpu,vulcan", 1);
+    cli(&r, "run -n 1 --device vulkan");
+    ck_assert_int_eq(r.status, 1);
+    int have_vulkan = access(hc_test_path(HC_PLUGIN_BUILD_DIR, "libhc-vulkan.so"), F_OK) == 0;
+    ck_assert_msg(strstr(r.err, "'vulcan' matches no plugin found (found: ") &&
+                      strstr(r.err, have_vulkan
+                                        ? "no device 'vulkan': the vulkan plugin was filtered out"
+                                        : "no device 'vulkan': no plugin of family 'vulkan'"),
+                  "stderr: %s", r.err);
+    cli_free(&r);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -291,6 +325,7 @@ static Suite *cli_suite(void)
     tcase_set_timeout(pl, 120);
     tcase_add_checked_fixture(pl, plugins_setup, plugins_teardown);
     tcase_add_test(pl, truncated_plugin_is_rejected_not_fatal);
+    tcase_add_test(pl, selection_that_matches_nothing_is_said);
     suite_add_tcase(s, pl);
     return s;
 }

@@ -8,15 +8,19 @@
  * (garbage, copies, links) are made in a per-process scratch directory.
  */
 #include <check.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <ftw.h>
 #include <link.h> /* ElfW() */
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -600,6 +604,118 @@ START_TEST(test_select)
 }
 END_TEST
 
+START_TEST(test_select_matches_nothing)
+{
+    const char *path = STUB("good") ":" STUB("duo-low") ":" STUB("duo-high");
+    load(path, "good,duo-high");
+    ck_assert_str_eq(reg.select_note, "");
+
+    /* One entry names nothing found: said, with the names that were. */
+    load(path, "good, vulcan");
+    ck_assert_int_eq(reg.n_backends, 1);
+    ck_assert_msg(strstr(reg.select_note, "'vulcan' matches no plugin found") &&
+                      strstr(reg.select_note, "(found: good, duo-low, duo-high)") &&
+                      !strstr(reg.select_note, "every plugin"),
+                  "note: %s", reg.select_note);
+    ck_assert(log_has(HC_LOG_WARN, "'vulcan' matches no plugin found", NULL));
+
+    /* Nothing matches: every plugin is filtered out, and the note says so. */
+    load(path, "missing,cpu-avx2");
+    ck_assert_int_eq(reg.n_backends, 0);
+    ck_assert_msg(strstr(reg.select_note, "'missing', 'cpu-avx2' match no plugin found, so every "
+                                          "plugin is filtered out") != NULL,
+                  "note: %s", reg.select_note);
+    ck_assert_msg(strstr(reg.select_note, "the plugins option=missing,cpu-avx2") != NULL, "note: %s",
+                  reg.select_note);
+
+    /* A variant that does not exist of a family that does. */
+    load(path, "duo-medium");
+    ck_assert_msg(strstr(reg.select_note, "'duo-medium' matches no plugin found"), "note: %s",
+                  reg.select_note);
+}
+END_TEST
+
+/* ---- an unreadable plugin folder ------------------------------------------- */
+
+/* Root reads a mode-000 folder anyway (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH),
+ * so the tests take those two capabilities out of the effective set for the
+ * call and put them back after: the folder is then as unreadable to the
+ * loader as it is to any other user.  Returns 1 if they were dropped (or
+ * were never there), 0 if not. */
+static struct __user_cap_header_struct cap_hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+static struct __user_cap_data_struct cap_saved[2];
+
+static int drop_dac_caps(void)
+{
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &cap_hdr, cap_saved) != 0)
+        return 0;
+    memcpy(data, cap_saved, sizeof data);
+    const unsigned bits[] = {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH};
+    for (size_t i = 0; i < 2; i++)
+        data[bits[i] / 32].effective &= ~(1u << (bits[i] % 32));
+    return syscall(SYS_capset, &cap_hdr, data) == 0;
+}
+
+static void restore_caps(void)
+{
+    ck_assert_int_eq(syscall(SYS_capset, &cap_hdr, cap_saved), 0);
+}
+
+/* A folder holding a good plugin that this process cannot list, or NULL
+ * (then the caller says skipped). */
+static const char *locked_folder(void)
+{
+    make_dir(scratch("locked"));
+    copy_file(STUB("good"), scratch("locked/libhc-good.so"));
+    ck_assert_int_eq(chmod(scratch("locked"), 0), 0);
+    if (!drop_dac_caps())
+        return NULL;
+    DIR *d = opendir(scratch("locked"));
+    if (d) { /* still readable: some other privilege we cannot drop */
+        closedir(d);
+        restore_caps();
+        return NULL;
+    }
+    return scratch("locked");
+}
+
+static void unlock_folder(void)
+{
+    chmod(scratch("locked"), 0700); /* so teardown can remove it */
+}
+
+START_TEST(test_unreadable_dir)
+{
+    const char *dir = locked_folder();
+    if (!dir) {
+        unlock_folder();
+        printf("test_unreadable_dir: skipped: cannot make a folder unreadable to this process\n");
+        return;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s:%s", dir, STUB("duo-high"));
+    load(path, NULL);
+    restore_caps();
+    unlock_folder();
+    ck_assert_int_eq(reg.n_entries, 2);
+    ck_assert_str_eq(reg.entries[0].path, dir);
+    ck_assert_int_eq(reg.entries[0].missing, 0);
+    ck_assert_msg(strstr(reg.entries[0].problem, "cannot read the folder: Permission denied"),
+                  "problem: '%s'", reg.entries[0].problem);
+    ck_assert(log_has(HC_LOG_INFO, dir, "Permission denied"));
+    ck_assert_str_eq(reg.entries[1].problem, "");
+    ck_assert_int_eq(reg.n_candidates, 1); /* only duo-high */
+    expect("libhc-duo-high.so", HC_CAND_LOADED, NULL);
+
+    /* A missing entry is marked missing, with no problem. */
+    load("/nonexistent/hotcold-plugins", NULL);
+    ck_assert_int_eq(reg.n_entries, 1);
+    ck_assert_int_eq(reg.entries[0].missing, 1);
+    ck_assert_str_eq(reg.entries[0].problem, "");
+}
+END_TEST
+
 /* ---- the search path ------------------------------------------------------- */
 
 START_TEST(test_path_file_and_dir)
@@ -732,6 +848,23 @@ START_TEST(test_engine_devices)
                                  "good:-1", "good: 1", "good:1x", ":0", "", "cpu"};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         ck_assert_msg(hc_engine_find_device(e, none[i]) == -1, "'%s' found", none[i]);
+    /* ... each with why: from the registry's verdicts. */
+    static const struct {
+        const char *spec, *why;
+    } whys[] = {
+        {"good:2", "no device 'good:2': the good plugin has 2 devices, good:0 to good:1"},
+        {"nodev", "no device 'nodev': nodev loaded, no devices"},
+        {"major", "no device 'major': major rejected: plugin ABI major 2"},
+        /* the build's cpu plugins, from the default dirs */
+        {"cpu", "cpu plugin found was filtered out: not selected by the plugins "
+                "option=good,nodev,major"},
+        {"cuda", "no device 'cuda': no plugin of family 'cuda' was found on the plugin search path"},
+    };
+    for (size_t i = 0; i < sizeof whys / sizeof whys[0]; i++) {
+        ck_assert_int_eq(hc_engine_find_device(e, whys[i].spec), -1);
+        ck_assert_msg(strstr(hc_last_error(), whys[i].why) != NULL, "%s: '%s'", whys[i].spec,
+                      hc_last_error());
+    }
 
     int n = hc_engine_plugin_count(e), seen = 0;
     for (int i = 0; i < n; i++) {
@@ -936,6 +1069,55 @@ START_TEST(test_cli_explains_stubs)
 }
 END_TEST
 
+/* Run cmd with output captured, in a child that cannot raise
+ * CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH again: root's capabilities are
+ * recomputed at exec from the bounding set, so they leave that set there.
+ * Returns the exit code; 77 when `probe_dir` could still be listed (the
+ * caller says skipped). */
+static int run_without_dac(const char *cmd, const char *probe_dir, char *buf, size_t len)
+{
+    char file[4096];
+    snprintf(file, sizeof file, "%s", scratch("nodac.out"));
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0); /* EPERM without CAP_SETPCAP: */
+        prctl(PR_CAPBSET_DROP, CAP_DAC_READ_SEARCH, 0, 0, 0); /* then we had none anyway */
+        char script[16384];
+        snprintf(script, sizeof script, "if ls '%s' >/dev/null 2>&1; then exit 77; fi; %s >'%s' 2>&1",
+                 probe_dir, cmd, file);
+        execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    size_t n = 0;
+    char *data = rc == 77 ? NULL : hc_test_read_file(file, &n);
+    snprintf(buf, len, "%s", data ? data : "");
+    free(data);
+    return rc;
+}
+
+START_TEST(test_cli_unreadable_dir)
+{
+    make_dir(scratch("locked"));
+    copy_file(STUB("good"), scratch("locked/libhc-good.so"));
+    ck_assert_int_eq(chmod(scratch("locked"), 0), 0);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "HOTCOLD_PLUGIN_PATH='%s' '%s' devices", scratch("locked"), HC_CLI);
+    int rc = run_without_dac(cmd, scratch("locked"), out, sizeof out);
+    unlock_folder();
+    if (rc == 77) {
+        printf("test_cli_unreadable_dir: skipped: cannot make a folder unreadable to a child\n");
+        return;
+    }
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_msg(line_has(out, "1. ", "/locked  ($HOTCOLD_PLUGIN_PATH)"), "%s", out);
+    ck_assert_msg(line_has(out, "why:", "cannot read the folder: Permission denied"), "%s", out);
+}
+END_TEST
+
 START_TEST(test_cli_options)
 {
     ck_assert_int_eq(run(HC_CLI " devices --help 2>&1", out, sizeof out), 0);
@@ -1025,6 +1207,8 @@ static Suite *loader_suite(void)
     tcase_add_test(t, test_two_variants);
     tcase_add_test(t, test_best_variant_init_fails);
     tcase_add_test(t, test_select);
+    tcase_add_test(t, test_select_matches_nothing);
+    tcase_add_test(t, test_unreadable_dir);
     tcase_add_test(t, test_path_file_and_dir);
     tcase_add_test(t, test_duplicates);
     tcase_add_test(t, test_whole_stub_dir);
@@ -1039,6 +1223,7 @@ static Suite *loader_suite(void)
     tcase_set_timeout(cli, 60);
     tcase_add_test(cli, test_cli_explains_stubs);
     tcase_add_test(cli, test_cli_options);
+    tcase_add_test(cli, test_cli_unreadable_dir);
     tcase_add_test(cli, test_cli_no_plugins);
     /* Needs the CPU plugin (plugins/cpu-avx2) in the build's plugin dir. */
     tcase_add_test(cli, test_cli_lists_cpu_plugin);

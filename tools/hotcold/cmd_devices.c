@@ -11,7 +11,7 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
-#include "loader.h" /* hc_loader_search_path: print the path the loader really walks */
+#include "engine.h" /* the registry: the search path the loader really walked */
 
 static void usage(FILE *f)
 {
@@ -30,12 +30,21 @@ static void usage(FILE *f)
             "  HOTCOLD_PLUGINS      comma list of families or family-variants to use, e.g. cpu,vulkan\n");
 }
 
-static void print_search_entry(void *user, const char *entry, const char *origin)
+/* The search path as the loader walked it, with what stopped it where. */
+static void print_search_path(const hc_registry *r)
 {
-    int *n = user;
-    struct stat st;
-    const char *note = stat(entry, &st) != 0 ? ", missing" : "";
-    printf("  %d. %s  (%s%s)\n", ++*n, entry, origin, note);
+    printf("plugin search path (a file name found twice: the first wins):\n");
+    for (int i = 0; i < r->n_entries; i++) {
+        const hc_search_report *e = &r->entries[i];
+        printf("  %d. %s  (%s%s)\n", i + 1, e->path, e->origin, e->missing ? ", missing" : "");
+        if (e->problem[0])
+            printf("     why: %s\n", e->problem);
+    }
+    const char *select = getenv("HOTCOLD_PLUGINS");
+    if (select && *select)
+        printf("selection: HOTCOLD_PLUGINS=%s\n", select);
+    if (r->select_note[0])
+        printf("     why: %s\n", r->select_note);
 }
 
 static const char *kind_name(int kind)
@@ -162,23 +171,12 @@ int hc_cmd_devices(int argc, char **argv)
         return 2;
     }
 
-    /* The same options hc_engine_open() hands the loader. */
-    hc_loader_options lo = {NULL, NULL, NULL, 1, params.n_threads};
-    int n_entries = 0;
-    printf("plugin search path (a file name found twice: the first wins):\n");
-    if (hc_loader_search_path(&lo, print_search_entry, &n_entries) < 0) {
-        fprintf(stderr, "hotcold devices: out of memory\n");
-        return 1;
-    }
-    const char *select = getenv("HOTCOLD_PLUGINS");
-    if (select && *select)
-        printf("selection: HOTCOLD_PLUGINS=%s\n", select);
-
     hc_engine *e = hc_engine_open(&params);
     if (!e) {
         fprintf(stderr, "hotcold devices: %s\n", hc_last_error());
         return 1;
     }
+    print_search_path(&e->reg);
     print_plugins(e);
     if (hc_engine_plugin_count(e) == 0) {
         printf("\nno plugins found. Set HOTCOLD_PLUGIN_PATH to the directory holding the\n"
