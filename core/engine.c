@@ -35,10 +35,10 @@ static hc_status query_info(const hc_backend *be, int index, hc_device_info *out
     return st;
 }
 
-static int collect_devices(hc_engine *e)
+/* Append the devices of the backends loaded since the first `from`. */
+static int collect_devices(hc_engine *e, int from)
 {
-    int cap = 0;
-    for (int b = 0; b < e->reg.n_backends; b++) {
+    for (int b = from; b < e->reg.n_backends; b++) {
         hc_backend *be = &e->reg.backends[b];
         int n = be->ops->device_count(be->ctx);
         if (n < 0) {
@@ -54,15 +54,15 @@ static int collect_devices(hc_engine *e)
                         (int)st, be->ops->last_error(be->ctx));
                 continue;
             }
-            if (e->n_devices == cap) {
-                int ncap = cap ? cap * 2 : 8;
+            if (e->n_devices == e->cap_devices) {
+                int ncap = e->cap_devices ? e->cap_devices * 2 : 8;
                 hc_engine_device *v = realloc(e->devices, (size_t)ncap * sizeof *v);
                 if (!v) {
-                    hc_set_error("hc_engine_open: out of memory");
+                    hc_set_error("hotcold engine: out of memory listing devices");
                     return -1;
                 }
                 e->devices = v;
-                cap = ncap;
+                e->cap_devices = ncap;
             }
             hc_engine_device *d = &e->devices[e->n_devices++];
             d->be = be;
@@ -71,6 +71,29 @@ static int collect_devices(hc_engine *e)
         }
     }
     return 0;
+}
+
+/* Initialise `family` (NULL: every family) if that has not happened yet,
+ * and list its devices.  The public functions that call this take a const
+ * engine: what they change is the engine's cache of what it had not looked
+ * at yet, never what it reports. */
+static int activate(const hc_engine *ce, const char *family)
+{
+    hc_engine *e = (hc_engine *)ce;
+    int from = e->reg.n_backends;
+    int rc = 0;
+    if (hc_registry_activate(&e->reg, family) > 0) {
+        rc = collect_devices(e, from);
+        HC_INFO("engine: %d plugin(s) initialised, %d device(s) in all", e->reg.n_backends,
+                e->n_devices);
+    }
+    return rc;
+}
+
+const hc_registry *hc_engine_registry(hc_engine *e)
+{
+    activate(e, NULL);
+    return &e->reg;
 }
 
 hc_engine *hc_engine_open(const hc_engine_params *params)
@@ -103,13 +126,16 @@ hc_engine *hc_engine_open(const hc_engine_params *params)
         .exe_dir = NULL,
         .use_default_dirs = 1,
         .n_threads = e->n_threads,
+        .defer_init = 1,
     };
     if (hc_registry_load(&e->reg, &lo) != 0)
         goto fail; /* the loader set the error */
-    if (collect_devices(e) != 0)
-        goto fail;
-    HC_INFO("engine: %d plugin(s) loaded of %d found, %d device(s), %d CPU thread(s)",
-            e->reg.n_backends, e->reg.n_candidates, e->n_devices, e->n_threads);
+    int usable = 0;
+    for (int i = 0; i < e->reg.n_candidates; i++)
+        usable += e->reg.candidates[i].state == HC_CAND_DEFERRED;
+    HC_INFO("engine: %d plugin file(s) found, %d usable, initialised when a device is needed; "
+            "%d CPU thread(s)",
+            e->reg.n_candidates, usable, e->n_threads);
     return e;
 fail:
     hc_engine_close(e);
@@ -144,8 +170,10 @@ int hc_engine_set_threads(hc_engine *e, int n_threads)
             rc = -1;
         }
     }
-    if (rc == 0)
+    if (rc == 0) {
         e->n_threads = n;
+        e->reg.n_threads = n; /* for plugins initialised later */
+    }
     /* Refresh in place (never reallocate: others may hold device pointers)
      * so reports show the thread count now in use. */
     for (int i = 0; i < e->n_devices; i++) {
@@ -164,13 +192,17 @@ static const char *state_name(int state)
     case HC_CAND_REJECTED: return "rejected";
     case HC_CAND_SHADOWED: return "shadowed";
     case HC_CAND_FILTERED: return "filtered";
+    case HC_CAND_DEFERRED: return "deferred"; /* not seen: reports activate first */
     }
     return "unknown";
 }
 
 int hc_engine_plugin_count(const hc_engine *e)
 {
-    return e ? e->reg.n_candidates : 0;
+    if (!e)
+        return 0;
+    activate(e, NULL);
+    return e->reg.n_candidates;
 }
 
 int hc_engine_plugin_report(const hc_engine *e, int i, hc_plugin_report *out)
@@ -179,6 +211,7 @@ int hc_engine_plugin_report(const hc_engine *e, int i, hc_plugin_report *out)
         hc_set_error("hc_engine_plugin_report: no plugin %d", i);
         return -1;
     }
+    activate(e, NULL); /* a report says what became of the plugin */
     const hc_plugin_candidate *c = &e->reg.candidates[i];
     out->path = c->path;
     out->family = c->family;
@@ -191,11 +224,17 @@ int hc_engine_plugin_report(const hc_engine *e, int i, hc_plugin_report *out)
 
 int hc_engine_device_count(const hc_engine *e)
 {
-    return e ? e->n_devices : 0;
+    if (!e)
+        return 0;
+    activate(e, NULL);
+    return e->n_devices;
 }
 
 int hc_engine_device_report(const hc_engine *e, int i, hc_device_report *out)
 {
+    /* An index already handed out needs nothing initialised. */
+    if (e && i >= e->n_devices)
+        activate(e, NULL);
     if (!e || !out || i < 0 || i >= e->n_devices) {
         hc_set_error("hc_engine_device_report: no device %d", i);
         return -1;
@@ -231,6 +270,14 @@ int hc_engine_find_device(const hc_engine *e, const char *spec)
             index = index * 10 + (*p - '0');
         }
     }
+    char family[sizeof e->devices->be->family];
+    if (fam_len >= sizeof family) {
+        hc_set_error("no device '%s': no plugin family has so long a name", spec);
+        return -1;
+    }
+    snprintf(family, sizeof family, "%.*s", (int)fam_len, spec);
+    if (activate(e, family) != 0)
+        return -1;
     int n_family = 0;
     for (int i = 0; i < e->n_devices; i++) {
         const hc_engine_device *d = &e->devices[i];
@@ -241,8 +288,6 @@ int hc_engine_find_device(const hc_engine *e, const char *spec)
         n_family++;
     }
     /* Say why: the family has fewer devices, or what became of its plugins. */
-    char family[sizeof e->devices->be->family];
-    snprintf(family, sizeof family, "%.*s", (int)fam_len, spec);
     if (n_family > 0) {
         if (n_family == 1)
             hc_set_error("no device '%s': the %s plugin has 1 device, %s:0", spec, family, family);

@@ -199,12 +199,12 @@ static const char *base_name(const char *path)
 
 /* ---- candidates -------------------------------------------------------------- */
 
+/* A candidate's state while the scan has not decided it yet. */
+#define CAND_UNDECIDED (-1)
+
 typedef struct item {
-    hc_plugin_candidate c;
+    hc_plugin_candidate c;     /* c.ops and c.dl are set once the table passed every check */
     char *real;                /* realpath(), what we dlopen; NULL if unresolved */
-    void *dl;
-    const hc_plugin_ops *ops;  /* set once the table passed every check */
-    int pending;               /* 1 until a state is decided */
 } item;
 
 typedef struct scan {
@@ -219,6 +219,7 @@ static const char *state_word(int state)
     case HC_CAND_REJECTED: return "rejected";
     case HC_CAND_SHADOWED: return "shadowed";
     case HC_CAND_FILTERED: return "filtered";
+    case HC_CAND_DEFERRED: return "deferred";
     }
     return "?";
 }
@@ -239,20 +240,21 @@ static const char *status_word(hc_status st)
 
 /* Decide a candidate's state and log it: every outcome but "loaded" is an
  * INFO line with the reason, so `hotcold -v` style logs explain themselves. */
-static void decide(item *it, int state, const char *fmt, ...) HC_PRINTF(3, 4);
-static void decide(item *it, int state, const char *fmt, ...)
+static void decide_c(hc_plugin_candidate *c, int state, const char *fmt, ...) HC_PRINTF(3, 4);
+static void decide_c(hc_plugin_candidate *c, int state, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(it->c.reason, sizeof it->c.reason, fmt, ap);
+    vsnprintf(c->reason, sizeof c->reason, fmt, ap);
     va_end(ap);
-    it->c.state = state;
-    it->pending = 0;
+    c->state = state;
     if (state == HC_CAND_LOADED)
-        HC_INFO("plugin %s loaded (probe %d)", it->c.path, it->c.probe);
+        HC_INFO("plugin %s loaded (probe %d)%s%s", c->path, c->probe, c->reason[0] ? ", " : "",
+                c->reason);
     else
-        HC_INFO("plugin %s %s: %s", it->c.path, state_word(state), it->c.reason);
+        HC_INFO("plugin %s %s: %s", c->path, state_word(state), c->reason);
 }
+#define decide(it, ...) decide_c(&(it)->c, __VA_ARGS__)
 
 static item *scan_push(scan *s)
 {
@@ -267,7 +269,7 @@ static item *scan_push(scan *s)
     item *it = &s->v[s->n++];
     memset(it, 0, sizeof *it);
     it->c.probe = -1;
-    it->pending = 1;
+    it->c.state = CAND_UNDECIDED;
     return it;
 }
 
@@ -555,7 +557,7 @@ static void open_candidate(item *it)
         decide(it, HC_CAND_REJECTED, "dlopen: %s", dl_reason(it->real));
         return;
     }
-    it->dl = dl;
+    it->c.dl = dl;
     dlerror();
     void *sym = dlsym(dl, HC_PLUGIN_ENTRY_SYMBOL);
     if (!sym) {
@@ -618,7 +620,7 @@ static void open_candidate(item *it)
         decide(it, HC_CAND_REJECTED, "probe: cannot run on this machine");
         return;
     }
-    it->ops = ops;
+    it->c.ops = ops;
 }
 
 /* ---- choosing one variant per family --------------------------------------- */
@@ -631,98 +633,113 @@ typedef struct backend_host {
     char name[sizeof(((hc_backend *)0)->family) + sizeof(((hc_backend *)0)->variant) + 1];
 } backend_host;
 
-static int eligible(const item *it)
+static int deferred_of(const hc_plugin_candidate *c, const char *family)
 {
-    return it->pending && it->ops != NULL;
+    return c->state == HC_CAND_DEFERRED && strcmp(c->family, family) == 0;
 }
 
-static int try_init(hc_registry *r, backend_host *hosts, item *it, int n_threads)
+/* init() c into the next backend slot; 1 if it succeeded. */
+static int try_init(hc_registry *r, hc_plugin_candidate *c)
 {
     hc_backend *be = &r->backends[r->n_backends];
-    backend_host *bh = &hosts[r->n_backends];
+    backend_host *bh = &((backend_host *)r->hosts_)[r->n_backends];
     memset(bh, 0, sizeof *bh);
-    snprintf(bh->name, sizeof bh->name, "%s%s%s", it->c.family, it->c.variant[0] ? "-" : "",
-             it->c.variant);
+    snprintf(bh->name, sizeof bh->name, "%s%s%s", c->family, c->variant[0] ? "-" : "",
+             c->variant);
     bh->host.size = sizeof bh->host;
     bh->host.abi_major = HC_PLUGIN_ABI_MAJOR;
     bh->host.abi_minor = HC_PLUGIN_ABI_MINOR;
     bh->host.log = hc_log_from_plugin;
     bh->host.log_user = bh->name;
-    bh->host.n_threads = n_threads;
+    bh->host.n_threads = r->n_threads;
 
     hc_plugin_ctx *ctx = NULL;
-    hc_status st = it->ops->init(&bh->host, &ctx);
+    hc_status st = c->ops->init(&bh->host, &ctx);
     if (st != HC_OK) {
         /* A failed init normally leaves no context; last_error(NULL) then
          * reports the failure (PLUGINS.md). */
-        const char *detail = it->ops->last_error(ctx);
-        decide(it, HC_CAND_REJECTED, "init failed (%s)%s%s", status_word(st),
-               detail && *detail ? ": " : "", detail ? detail : "");
+        const char *detail = c->ops->last_error(ctx);
+        decide_c(c, HC_CAND_REJECTED, "init failed (%s)%s%s", status_word(st),
+                 detail && *detail ? ": " : "", detail ? detail : "");
         return 0;
     }
     memset(be, 0, sizeof *be);
-    snprintf(be->path, sizeof be->path, "%s", it->c.path);
-    snprintf(be->family, sizeof be->family, "%s", it->c.family);
-    snprintf(be->variant, sizeof be->variant, "%s", it->c.variant);
-    be->ops = it->ops;
+    snprintf(be->path, sizeof be->path, "%s", c->path);
+    snprintf(be->family, sizeof be->family, "%s", c->family);
+    snprintf(be->variant, sizeof be->variant, "%s", c->variant);
+    be->ops = c->ops;
     be->ctx = ctx;
-    be->dl = it->dl;
-    be->probe = it->c.probe;
+    be->dl = c->dl;
+    be->probe = c->probe;
     r->n_backends++;
-    decide(it, HC_CAND_LOADED, "%s", "");
+    decide_c(c, HC_CAND_LOADED, "%s", "");
     return 1;
 }
 
-static int choose_backends(hc_registry *r, scan *s, int n_threads)
+/* Best probe first (ties: earliest in search order); on a failed init the
+ * next best variant gets its chance; the others are shadowed by the one
+ * that loaded.  Returns 1 if a variant loaded. */
+static int activate_family(hc_registry *r, const char *family)
+{
+    hc_plugin_candidate *winner = NULL;
+    while (!winner) {
+        hc_plugin_candidate *best = NULL;
+        for (int j = 0; j < r->n_candidates; j++) {
+            hc_plugin_candidate *c = &r->candidates[j];
+            if (deferred_of(c, family) && (!best || c->probe > best->probe))
+                best = c;
+        }
+        if (!best)
+            break;
+        if (try_init(r, best))
+            winner = best;
+    }
+    for (int j = 0; winner && j < r->n_candidates; j++) {
+        hc_plugin_candidate *c = &r->candidates[j];
+        if (deferred_of(c, family))
+            decide_c(c, HC_CAND_SHADOWED, "%s%s%s (probe %d) was chosen", winner->family,
+                     winner->variant[0] ? "-" : "", winner->variant, winner->probe);
+    }
+    return winner != NULL;
+}
+
+int hc_registry_activate(hc_registry *r, const char *family)
+{
+    int n = 0;
+    if (family)
+        return activate_family(r, family);
+    /* Families in the order their first candidate was found. */
+    for (int i = 0; i < r->n_candidates; i++) {
+        char name[sizeof r->candidates->family];
+        if (r->candidates[i].state != HC_CAND_DEFERRED)
+            continue;
+        snprintf(name, sizeof name, "%s", r->candidates[i].family); /* activation rewrites it */
+        n += activate_family(r, name);
+    }
+    return n;
+}
+
+/* Room for one backend per family that has a deferred candidate: backends
+ * never move once loaded, so the array is sized now. */
+static int alloc_backends(hc_registry *r)
 {
     int n_families = 0;
-    for (int i = 0; i < s->n; i++) {
-        if (!eligible(&s->v[i]))
-            continue;
-        int first = 1;
+    for (int i = 0; i < r->n_candidates; i++) {
+        const hc_plugin_candidate *c = &r->candidates[i];
+        int first = c->state == HC_CAND_DEFERRED;
         for (int j = 0; j < i && first; j++)
-            if (eligible(&s->v[j]) && strcmp(s->v[j].c.family, s->v[i].c.family) == 0)
-                first = 0;
+            first = !deferred_of(&r->candidates[j], c->family);
         n_families += first;
     }
     if (n_families == 0)
         return 0;
-
     size_t align = alignof(backend_host);
     size_t be_bytes = ((size_t)n_families * sizeof(hc_backend) + align - 1) / align * align;
     void *block = calloc(1, be_bytes + (size_t)n_families * sizeof(backend_host));
     if (!block)
         return -1;
     r->backends = block;
-    backend_host *hosts = (backend_host *)((char *)block + be_bytes);
-
-    for (int i = 0; i < s->n; i++) {
-        if (!eligible(&s->v[i]))
-            continue;
-        const char *family = s->v[i].c.family;
-        item *winner = NULL;
-        /* Best probe first (ties: earliest in search order); on a failed
-         * init the next best variant gets its chance. */
-        while (!winner) {
-            item *best = NULL;
-            for (int j = i; j < s->n; j++) {
-                item *c = &s->v[j];
-                if (eligible(c) && strcmp(c->c.family, family) == 0 &&
-                    (!best || c->c.probe > best->c.probe))
-                    best = c;
-            }
-            if (!best)
-                break;
-            if (try_init(r, hosts, best, n_threads))
-                winner = best;
-        }
-        for (int j = i; winner && j < s->n; j++) {
-            item *c = &s->v[j];
-            if (eligible(c) && strcmp(c->c.family, family) == 0)
-                decide(c, HC_CAND_SHADOWED, "%s%s%s (probe %d) was chosen", winner->c.family,
-                       winner->c.variant[0] ? "-" : "", winner->c.variant, winner->c.probe);
-        }
-    }
+    r->hosts_ = (char *)block + be_bytes;
     return 0;
 }
 
@@ -730,7 +747,7 @@ static int choose_backends(hc_registry *r, scan *s, int n_threads)
 
 int hc_registry_load(hc_registry *r, const hc_loader_options *opt)
 {
-    static const hc_loader_options defaults = {NULL, NULL, NULL, 1, 0};
+    static const hc_loader_options defaults = {NULL, NULL, NULL, 1, 0, 0};
     search_path sp = {0};
     scan s = {0};
     int rc = -1;
@@ -757,18 +774,21 @@ int hc_registry_load(hc_registry *r, const hc_loader_options *opt)
     }
     for (int i = 0; i < s.n && select; i++) {
         item *it = &s.v[i];
-        if (it->pending && is_selected(select, it->c.family, it->c.variant) == 0)
+        if (it->c.state == CAND_UNDECIDED && is_selected(select, it->c.family, it->c.variant) == 0)
             decide(it, HC_CAND_FILTERED, "not selected by %s=%s", select_src, select);
     }
     if (select)
         note_unmatched(r, &s, select, select_src);
 
-    for (int i = 0; i < s.n; i++)
-        if (s.v[i].pending)
-            open_candidate(&s.v[i]);
-
-    if (choose_backends(r, &s, opt->n_threads) != 0)
-        goto out;
+    for (int i = 0; i < s.n; i++) {
+        if (s.v[i].c.state != CAND_UNDECIDED)
+            continue;
+        open_candidate(&s.v[i]);
+        if (s.v[i].c.state == CAND_UNDECIDED) { /* probed: its init waits for activation */
+            s.v[i].c.state = HC_CAND_DEFERRED;
+            HC_DEBUG("plugin %s probed (%d), init deferred", s.v[i].c.path, s.v[i].c.probe);
+        }
+    }
 
     if (s.n > 0) {
         r->candidates = malloc((size_t)s.n * sizeof *r->candidates);
@@ -778,6 +798,11 @@ int hc_registry_load(hc_registry *r, const hc_loader_options *opt)
             r->candidates[i] = s.v[i].c;
     }
     r->n_candidates = s.n;
+    r->n_threads = opt->n_threads;
+    if (alloc_backends(r) != 0)
+        goto out;
+    if (!opt->defer_init)
+        hc_registry_activate(r, NULL);
     rc = 0;
 out:
     if (rc != 0) {

@@ -12,12 +12,19 @@
  * Candidates are files named libhc-<family>[-<variant>].so, sorted by name.
  * Each is checked against its ELF headers (elf_check.h: dlopen() of a
  * truncated file dies of SIGBUS), dlopen()ed (RTLD_NOW | RTLD_LOCAL), its
- * entry symbol called with our ABI version, the table's header checked (major equal; size >= the 1.0
- * table; required entries non-NULL), and probe() called.  Per family the
- * highest non-zero probe wins (ties: first in search order); its init() is
- * called.  $HOTCOLD_PLUGINS=cpu,vulkan keeps only the listed families
- * (a family name or family-variant).  Plugins are never dlclose()d while the
- * process runs (HIP's runtime leaks on dlclose; see TOOLCHAIN.md).
+ * entry symbol called with our ABI version, the table's header checked
+ * (major equal; size >= the 1.0 table; required entries non-NULL), and
+ * probe() called.  Per family the highest non-zero probe wins (ties: first
+ * in search order); its init() is called.  $HOTCOLD_PLUGINS=cpu,vulkan keeps
+ * only the listed families (a family name or family-variant).  Plugins are
+ * never dlclose()d while the process runs (HIP's runtime leaks on dlclose;
+ * see TOOLCHAIN.md).
+ *
+ * With defer_init (the engine's mode) no init() is called at load: every
+ * usable candidate stays DEFERRED until hc_registry_activate() names its
+ * family, which the engine does when a device of that family is asked for.
+ * A tool that needs only the CPU then never creates, say, a Vulkan
+ * instance.  The choice per family is the same either way.
  *
  * Details of the rules above:
  *  - "size >= the 1.0 table" means: every REQUIRED 1.0 entry (probe ...
@@ -58,7 +65,8 @@ typedef enum hc_candidate_state {
     HC_CAND_LOADED = 0,   /* chosen for its family, init() succeeded */
     HC_CAND_REJECTED = 1, /* could not be used: see reason */
     HC_CAND_SHADOWED = 2, /* usable, but another variant of its family won */
-    HC_CAND_FILTERED = 3  /* excluded by HOTCOLD_PLUGINS */
+    HC_CAND_FILTERED = 3, /* excluded by HOTCOLD_PLUGINS */
+    HC_CAND_DEFERRED = 4  /* usable; init() waits for hc_registry_activate() */
 } hc_candidate_state;
 
 typedef struct hc_plugin_candidate {
@@ -67,7 +75,9 @@ typedef struct hc_plugin_candidate {
     char variant[32];
     int state;          /* hc_candidate_state */
     int probe;          /* probe() result, or -1 if never called */
-    char reason[256];   /* why rejected / shadowed / filtered; "" if loaded */
+    char reason[256];   /* why rejected / shadowed / filtered; "" if loaded or deferred */
+    const hc_plugin_ops *ops; /* the checked table once probed, else NULL */
+    void *dl;                 /* its dlopen handle (kept open), else NULL */
 } hc_plugin_candidate;
 
 /* One entry of the search path, as the loader walked it. */
@@ -95,25 +105,37 @@ typedef struct hc_loader_options {
     const char *exe_dir;     /* where the executable lives; NULL = /proc/self/exe */
     int use_default_dirs;    /* 1: also search install dir and exe dir */
     int n_threads;           /* passed to plugins in hc_plugin_host */
+    int defer_init;          /* 1: init() only in hc_registry_activate() */
 } hc_loader_options;
 
 typedef struct hc_registry {
     hc_plugin_candidate *candidates;
     int n_candidates;
+    /* Loaded plugins, in the order their families were activated.  The
+     * array has room for every family from the start, so a backend never
+     * moves once loaded. */
     hc_backend *backends;
     int n_backends;
     hc_search_report *entries; /* the search path walked, in order */
     int n_entries;
     char select_note[512];  /* $HOTCOLD_PLUGINS entries that matched nothing; "" if none */
+    int n_threads;          /* what plugins initialised from now on are told */
+    void *hosts_;           /* each backend slot's hc_plugin_host (internal) */
 } hc_registry;
 
 /* Discover and load plugins.  Always succeeds in the sense that a registry
  * with zero backends is a valid answer (returns 0); returns -1 only on
- * out-of-memory.  Every rejection is logged at INFO level with its reason. */
+ * out-of-memory.  Every rejection is logged at INFO level with its reason.
+ * With opt->defer_init the usable candidates are left DEFERRED. */
 int hc_registry_load(hc_registry *r, const hc_loader_options *opt);
+/* init() the best deferred variant of `family` (NULL: of every family, in
+ * the order they were found), falling back to the next variant when init()
+ * fails, exactly as a load without defer_init does.  A family already
+ * decided is left alone.  Returns the number of backends it loaded. */
+int hc_registry_activate(hc_registry *r, const char *family);
 /* shutdown() every backend and free the lists (libraries stay mapped). */
 void hc_registry_free(hc_registry *r);
-/* The loaded backend of a family ("cpu"), or NULL. */
+/* The loaded backend of a family ("cpu"), or NULL.  Activates nothing. */
 hc_backend *hc_registry_find(hc_registry *r, const char *family);
 /* One line on what became of `family`'s plugins, for an error that says why
  * there is no device of it: "no plugin of family 'x' was found ...", "every

@@ -895,6 +895,59 @@ START_TEST(test_engine_devices)
 }
 END_TEST
 
+START_TEST(test_engine_inits_lazily)
+{
+    hc_engine_params p = hc_engine_default_params();
+    p.plugin_path = STUB("good") ":" STUB("duo-low") ":" STUB("duo-high") ":" STUB("trio-best")
+                                 ":" STUB("trio-ok");
+    p.plugins = "good,duo,trio";
+    hc_engine *e = hc_engine_open(&p);
+    ck_assert_msg(e != NULL, "%s", hc_last_error());
+    ck_assert_msg(!log_has(HC_LOG_INFO, "stub init", NULL), "init at open; log:\n%s", g_log);
+
+    /* Asking for one family initialises that family only. */
+    ck_assert_int_eq(hc_engine_find_device(e, "good:1"), 1);
+    ck_assert(log_has(HC_LOG_INFO, "[good] stub init", NULL));
+    ck_assert_msg(!log_has(HC_LOG_INFO, "[duo-", NULL) && !log_has(HC_LOG_INFO, "[trio-", NULL),
+                  "other families initialised; log:\n%s", g_log);
+    hc_device_report d;
+    ck_assert_int_eq(hc_engine_device_report(e, 1, &d), 0); /* known: nothing more inits */
+    ck_assert_str_eq(d.family, "good");
+    ck_assert(!log_has(HC_LOG_INFO, "[duo-", NULL));
+
+    /* The list of everything initialises everything, choosing as an eager
+     * load would: the best probe, the next variant when init fails. */
+    ck_assert_int_eq(hc_engine_device_count(e), 6);
+    ck_assert(log_has(HC_LOG_INFO, "[duo-high] stub init", NULL));
+    ck_assert(!log_has(HC_LOG_INFO, "[duo-low] stub init", NULL));
+    ck_assert(log_has(HC_LOG_INFO, "[trio-ok] stub init", NULL));
+    ck_assert_int_eq(hc_engine_device_report(e, 1, &d), 0); /* indices handed out stay */
+    ck_assert_str_eq(d.family, "good");
+    int n = hc_engine_plugin_count(e);
+    for (int i = 0; i < n; i++) {
+        hc_plugin_report r;
+        ck_assert_int_eq(hc_engine_plugin_report(e, i, &r), 0);
+        ck_assert_str_ne(r.state, "deferred");
+        if (!strcmp(r.family, "trio") && !strcmp(r.variant, "best"))
+            ck_assert_msg(!strcmp(r.state, "rejected") && strstr(r.reason, "simulated driver"),
+                          "%s: %s", r.state, r.reason);
+        if (!strcmp(r.family, "duo") && !strcmp(r.variant, "low"))
+            ck_assert_str_eq(r.state, "shadowed");
+    }
+    hc_engine_close(e);
+
+    /* The plugin report alone also initialises everything. */
+    g_log[0] = 0;
+    g_log_len = 0;
+    e = hc_engine_open(&p);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_gt(hc_engine_plugin_count(e), 0);
+    ck_assert(log_has(HC_LOG_INFO, "[duo-high] stub init", NULL));
+    ck_assert(log_has(HC_LOG_INFO, "[good] stub init", NULL));
+    hc_engine_close(e);
+}
+END_TEST
+
 START_TEST(test_engine_params)
 {
     hc_engine_params p = hc_engine_default_params();
@@ -908,17 +961,27 @@ START_TEST(test_engine_params)
     ck_assert_ptr_nonnull(strstr(hc_last_error(), "size"));
 
     /* set_threads is only called where the table has it: "cut" stops
-     * before it, so its devices keep the count given at init. */
+     * before it, so its devices keep the count given at init.  (Asking for
+     * the device first: plugins are initialised when first needed.) */
     p = hc_engine_default_params();
     p.plugin_path = STUB("cut");
     p.plugins = "cut";
     p.n_threads = 2;
     hc_engine *e = hc_engine_open(&p);
     ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(hc_engine_find_device(e, "cut"), 0);
     ck_assert_int_eq(hc_engine_set_threads(e, 7), 0);
     hc_device_report d;
     ck_assert_int_eq(hc_engine_device_report(e, 0, &d), 0);
     ck_assert_int_eq(d.info.n_threads, 2);
+    hc_engine_close(e);
+
+    /* A plugin initialised after set_threads is told the new count. */
+    e = hc_engine_open(&p);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(hc_engine_set_threads(e, 7), 0);
+    ck_assert_int_eq(hc_engine_device_report(e, 0, &d), 0);
+    ck_assert_int_eq(d.info.n_threads, 7);
     hc_engine_close(e);
 }
 END_TEST
@@ -1118,6 +1181,60 @@ START_TEST(test_cli_unreadable_dir)
 }
 END_TEST
 
+/* Did a stub's init() run since the log was cleared?  ($HC_STUB_INIT_LOG) */
+static int stub_inits(const char *log_path, const char *name)
+{
+    size_t n = 0;
+    char *text = hc_test_read_file(log_path, &n);
+    int found = text && line_has(text, name, "");
+    free(text);
+    return found;
+}
+
+START_TEST(test_cli_tools_init_no_gpu_plugin)
+{
+    /* Issue 12 item 9: the tools that need no GPU must not initialise a GPU
+     * plugin (on the Vulkan plugin: create an instance).  The stub "good"
+     * stands for one; every stub's init() writes to $HC_STUB_INIT_LOG. */
+    const char *log_path = scratch("inits.log");
+    char path[4096];
+    snprintf(path, sizeof path, "%s:%s", HC_PLUGIN_BUILD_DIR, STUB("good"));
+    setenv("HOTCOLD_PLUGIN_PATH", path, 1);
+    setenv("HC_STUB_INIT_LOG", log_path, 1);
+    const char *relu = HC_MODELS_DIR "/relu2M.gguf";
+    const char *text = HC_TEST_DATA "/corpus/tinystories_valid.txt";
+    char cmds[5][8192];
+    snprintf(cmds[0], sizeof cmds[0], "'%s' quantize '%s' '%s' q8_0", HC_CLI,
+             HC_MODELS_DIR "/stories260K.gguf", scratch("q8.gguf"));
+    snprintf(cmds[1], sizeof cmds[1],
+             "'%s' mkmodel -o '%s' --n-embd 64 --n-ff 128 --n-layer 1 --n-head 2 --n-vocab 300",
+             HC_CLI, scratch("mk.gguf"));
+    snprintf(cmds[2], sizeof cmds[2], "'%s' profile -m '%s' --text '%s' --max-tokens 64 -q -o '%s'",
+             HC_CLI, relu, text, scratch("act.gguf"));
+    snprintf(cmds[3], sizeof cmds[3],
+             "'%s' train-predictor -m '%s' --text '%s' --max-samples 128 --max-heldout 64 "
+             "--epochs 1 --rank 16 -q -o '%s'",
+             HC_CLI, relu, text, scratch("pred.gguf"));
+    snprintf(cmds[4], sizeof cmds[4], "'%s' run -m '%s' -n 2 -p Once", HC_CLI, relu);
+    for (int i = 0; i < 5; i++) {
+        unlink(log_path);
+        char cmd[8300];
+        snprintf(cmd, sizeof cmd, "%.8191s 2>&1", cmds[i]);
+        int rc = run(cmd, out, sizeof out);
+        ck_assert_msg(rc == 0, "%s: exit %d: %s", cmds[i], rc, out);
+        ck_assert_msg(!stub_inits(log_path, "good"), "%s initialised the plugin 'good'", cmds[i]);
+    }
+    /* Control: the stub is on the path, and `devices` (which lists every
+     * plugin) does initialise it. */
+    unlink(log_path);
+    snprintf(path, sizeof path, "'%s' devices 2>&1", HC_CLI);
+    ck_assert_int_eq(run(path, out, sizeof out), 0);
+    ck_assert_msg(stub_inits(log_path, "good"), "devices did not initialise 'good':\n%s", out);
+    ck_assert_msg(line_has(out, "loaded", "/libhc-good.so"), "%s", out);
+    unsetenv("HC_STUB_INIT_LOG");
+}
+END_TEST
+
 START_TEST(test_cli_options)
 {
     ck_assert_int_eq(run(HC_CLI " devices --help 2>&1", out, sizeof out), 0);
@@ -1215,6 +1332,7 @@ static Suite *loader_suite(void)
     tcase_add_test(t, test_search_path);
     tcase_add_test(t, test_engine_devices);
     tcase_add_test(t, test_engine_params);
+    tcase_add_test(t, test_engine_inits_lazily);
     tcase_add_test(t, test_example_plugin);
     suite_add_tcase(s, t);
 
@@ -1224,6 +1342,7 @@ static Suite *loader_suite(void)
     tcase_add_test(cli, test_cli_explains_stubs);
     tcase_add_test(cli, test_cli_options);
     tcase_add_test(cli, test_cli_unreadable_dir);
+    tcase_add_test(cli, test_cli_tools_init_no_gpu_plugin);
     tcase_add_test(cli, test_cli_no_plugins);
     /* Needs the CPU plugin (plugins/cpu-avx2) in the build's plugin dir. */
     tcase_add_test(cli, test_cli_lists_cpu_plugin);

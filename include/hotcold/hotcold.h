@@ -45,6 +45,9 @@ typedef struct hc_engine_params {
 } hc_engine_params;
 
 hc_engine_params hc_engine_default_params(void);
+/* Finds, checks and probes the plugins; a plugin family is initialised when
+ * one of its devices is first asked for (hc_engine_find_device), or when
+ * everything is listed (hc_engine_device_count, the plugin reports). */
 hc_engine *hc_engine_open(const hc_engine_params *params);
 void hc_engine_close(hc_engine *e);
 /* Change the CPU plugins' worker-thread count. */

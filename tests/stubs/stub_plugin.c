@@ -15,6 +15,10 @@
  *   STUB_UNDEFINED             probe() calls a function no library defines, so
  *                              dlopen(RTLD_NOW) fails on a well-formed file
  *
+ * Every stub's init() appends "family[-variant]" and a newline to the file
+ * named by $HC_STUB_INIT_LOG when it is set, so a test can tell whether a
+ * command initialised a plugin at all (the core initialises lazily).
+ *
  * Devices do nothing: buffers and compute return HC_E_UNSUPPORTED.  What the
  * tests look at is the loader's verdict, the host struct it passes (init
  * checks it and logs through it) and set_threads/device_info plumbing.
@@ -62,8 +66,19 @@ static int stub_probe(void)
 #endif
 }
 
+static void note_init(void)
+{
+    const char *path = getenv("HC_STUB_INIT_LOG");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (!f)
+        return;
+    fprintf(f, "%s%s%s\n", STUB_FAMILY, STUB_VARIANT[0] ? "-" : "", STUB_VARIANT);
+    fclose(f);
+}
+
 static hc_status stub_init(const hc_plugin_host *host, hc_plugin_ctx **out)
 {
+    note_init();
 #ifdef STUB_INIT_FAIL
     (void)host;
     (void)out;

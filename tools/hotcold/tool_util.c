@@ -264,9 +264,11 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const char *path, cons
     hc_model_describe(m, &d);
     int threads = 0;
     hc_device_report dr;
-    for (int i = 0; i < hc_engine_device_count(e); i++)
-        if (hc_engine_device_report(e, i, &dr) == 0 && dr.info.kind == HC_DEVICE_CPU)
-            threads = dr.info.n_threads;
+    /* The cpu device by name: counting every device would initialise every
+     * plugin (a Vulkan instance after a CPU-only run). */
+    int cpu = hc_engine_find_device(e, "cpu");
+    if (cpu >= 0 && hc_engine_device_report(e, cpu, &dr) == 0)
+        threads = dr.info.n_threads;
     /* The file, as the user named it: general.name is often a training run's label. */
     fprintf(f, "\n--- %s (%s%s, %d layers, %s weights %.1f MiB, %s) | %d threads | seed %" PRIu64
                " | stop: %s\n",
