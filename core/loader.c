@@ -672,7 +672,15 @@ static int try_init(hc_registry *r, hc_plugin_candidate *c)
     be->dl = c->dl;
     be->probe = c->probe;
     r->n_backends++;
-    decide_c(c, HC_CAND_LOADED, "%s", "");
+    /* Zero devices is a valid answer, but the user will want to know why
+     * (ABI 1.3 no_device_reason; the core's default without it). */
+    const char *none = NULL;
+    if (c->ops->device_count(ctx) == 0) {
+        none = HC_OPS_HAS(c->ops, no_device_reason) ? c->ops->no_device_reason(ctx) : NULL;
+        if (!none || !*none)
+            none = "the plugin does not say why";
+    }
+    decide_c(c, HC_CAND_LOADED, "%s%s", none ? "no devices: " : "", none ? none : "");
     return 1;
 }
 

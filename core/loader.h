@@ -42,6 +42,9 @@
  *  - If the best variant's init() fails it is REJECTED (with the plugin's
  *    last_error(ctx) text; ctx is NULL when init left none, so last_error
  *    must accept NULL) and the next best variant of the family is tried.
+ *  - A LOADED plugin whose device_count() is 0 right after init() has a
+ *    reason too: "no devices: " and its no_device_reason() text (ABI 1.3),
+ *    or "the plugin does not say why".
  *  - A $HOTCOLD_PLUGINS entry that matches no candidate found is named in
  *    select_note (and logged at WARN), with the names that were found.
  *  - An entry of the search path that exists but cannot be searched (a
@@ -75,7 +78,10 @@ typedef struct hc_plugin_candidate {
     char variant[32];
     int state;          /* hc_candidate_state */
     int probe;          /* probe() result, or -1 if never called */
-    char reason[256];   /* why rejected / shadowed / filtered; "" if loaded or deferred */
+    /* Why rejected / shadowed / filtered, or why a loaded plugin has no
+     * devices ("no devices: ..."); "" for a loaded plugin with devices and
+     * a deferred one. */
+    char reason[512];
     const hc_plugin_ops *ops; /* the checked table once probed, else NULL */
     void *dl;                 /* its dlopen handle (kept open), else NULL */
 } hc_plugin_candidate;

@@ -568,6 +568,10 @@ hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *p
             goto fail; /* the engine said why there is no such device */
         if (hc_dev_open(&m->gpu, e, gpu))
             goto fail;
+        if (m->gpu.info.kind == HC_DEVICE_SOFT)
+            HC_WARN("%s (%s) is a software rasteriser: it runs on the CPU, so expect it to be "
+                    "slower than the CPU device alone",
+                    m->gpu.label, m->gpu.info.name);
         m->has_gpu = 1;
         m->gpu.host = &m->cpu;
         if (hc_model_place_gpu(m, &p))

@@ -32,6 +32,11 @@ hc_add_stub(nullaxpy ${stub_src} STUB_FAMILY="nullaxpy" STUB_NULL_FIELD=axpy_row
 # Well-formed ELF that dlopen(RTLD_NOW) refuses: an undefined symbol.
 hc_add_stub(undef ${stub_src} STUB_FAMILY="undef" STUB_UNDEFINED)
 hc_add_stub(nodev ${stub_src} STUB_FAMILY="nodev" STUB_N_DEVICES=0)
+# ABI 1.3 no_device_reason: given; and set but past the table's size (a 1.2 table).
+hc_add_stub(nodevwhy ${stub_src} STUB_FAMILY="nodevwhy" STUB_N_DEVICES=0
+            STUB_NO_DEVICE_REASON="stub: no driver for the stub bus")
+hc_add_stub(nodevold ${stub_src} STUB_FAMILY="nodevold" STUB_N_DEVICES=0
+            STUB_NO_DEVICE_REASON="stub: not to be seen" STUB_SIZE_UPTO=no_device_reason)
 hc_add_stub(misnamed ${stub_src} STUB_FAMILY="other")
 hc_add_stub(duo-low ${stub_src} STUB_FAMILY="duo" STUB_VARIANT="low" STUB_PROBE=5)
 hc_add_stub(duo-high ${stub_src} STUB_FAMILY="duo" STUB_VARIANT="high" STUB_PROBE=20)

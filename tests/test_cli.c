@@ -232,6 +232,8 @@ static void plugins_teardown(void)
     free(saved_plugin_path);
     saved_plugin_path = NULL;
     unsetenv("HOTCOLD_PLUGINS");
+    unsetenv("VK_DRIVER_FILES");
+    unsetenv("HOTCOLD_VULKAN_DEVICE");
 }
 
 /* A plugin of the build, copied (first `bytes` bytes, 0 = all) into a
@@ -305,6 +307,74 @@ START_TEST(selection_that_matches_nothing_is_said)
 }
 END_TEST
 
+static int have_vulkan_plugin(void)
+{
+    return access(hc_test_path(HC_PLUGIN_BUILD_DIR, "libhc-vulkan.so"), F_OK) == 0;
+}
+
+START_TEST(vulkan_without_driver_says_why)
+{
+    if (!have_vulkan_plugin()) {
+        printf("vulkan_without_driver_says_why: skipped: the Vulkan plugin is not built\n");
+        return;
+    }
+    /* The Vulkan loader then finds no driver (ICD) at all. */
+    setenv("VK_DRIVER_FILES", "/nonexistent/icd.json", 1);
+    cli_result r;
+    cli(&r, "devices");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "loaded    vulkan") &&
+                      strstr(r.out, "why: no devices: no Vulkan driver (ICD) was found") &&
+                      strstr(r.out, "(VK_DRIVER_FILES=/nonexistent/icd.json is set): "
+                                    "vkCreateInstance returned VK_ERROR_INCOMPATIBLE_DRIVER (-9)"),
+                  "stdout: %s", r.out);
+    cli_free(&r);
+    cli(&r, "run -n 1 --device vulkan");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "no device 'vulkan': vulkan loaded, no devices: no Vulkan driver"),
+                  "stderr: %s", r.err);
+    cli_free(&r);
+    unsetenv("VK_DRIVER_FILES");
+
+    /* A device filter that keeps nothing is named too. */
+    setenv("HOTCOLD_VULKAN_DEVICE", "no-such-gpu-name", 1);
+    cli(&r, "devices");
+    ck_assert_msg(strstr(r.out, "why: no devices: HOTCOLD_VULKAN_DEVICE=no-such-gpu-name matches "
+                                "none of the") ||
+                      strstr(r.out, "why: no devices: no Vulkan driver"), /* a machine without one */
+                  "stdout: %s", r.out);
+    cli_free(&r);
+    unsetenv("HOTCOLD_VULKAN_DEVICE");
+}
+END_TEST
+
+START_TEST(software_rasteriser_is_warned_about)
+{
+    /* lavapipe alone: the only GPU is a software rasteriser. */
+    setenv("HOTCOLD_VULKAN_DEVICE", "llvmpipe", 1);
+    cli_result r;
+    cli(&r, "devices");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    if (!strstr(r.out, "vulkan:0   llvmpipe")) {
+        printf("software_rasteriser_is_warned_about: skipped: no lavapipe device\n");
+        cli_free(&r);
+        return;
+    }
+    ck_assert_msg(strstr(r.out, "warning: the only GPU device is a software rasteriser: vulkan:0 "
+                                "(llvmpipe"),
+                  "stdout: %s", r.out);
+    cli_free(&r);
+    char args[2048];
+    snprintf(args, sizeof args, "run -m '%s' -n 2 -p Once --device vulkan", model("relu2M.gguf"));
+    cli(&r, args);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "vulkan:0 (llvmpipe") && strstr(r.err, "is a software rasteriser"),
+                  "stderr: %s", r.err);
+    cli_free(&r);
+    unsetenv("HOTCOLD_VULKAN_DEVICE");
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -326,6 +396,8 @@ static Suite *cli_suite(void)
     tcase_add_checked_fixture(pl, plugins_setup, plugins_teardown);
     tcase_add_test(pl, truncated_plugin_is_rejected_not_fatal);
     tcase_add_test(pl, selection_that_matches_nothing_is_said);
+    tcase_add_test(pl, vulkan_without_driver_says_why);
+    tcase_add_test(pl, software_rasteriser_is_warned_about);
     suite_add_tcase(s, pl);
     return s;
 }

@@ -136,9 +136,16 @@ static const hc_plugin_candidate *expect(const char *base, int state, const char
     if (part)
         ck_assert_msg(strstr(c->reason, part) != NULL, "%s: reason '%s' lacks '%s'", base,
                       c->reason, part);
-    if (state == HC_CAND_LOADED)
-        ck_assert_str_eq(c->reason, "");
-    else
+    if (state == HC_CAND_LOADED && !part) {
+        /* Loaded: no reason, unless it has no devices (then why). */
+        hc_backend *be = hc_registry_find(&reg, c->family);
+        ck_assert_ptr_nonnull(be);
+        if (be->ops->device_count(be->ctx) == 0)
+            ck_assert_msg(strncmp(c->reason, "no devices: ", 12) == 0, "%s: reason '%s'", base,
+                          c->reason);
+        else
+            ck_assert_str_eq(c->reason, "");
+    } else if (state != HC_CAND_LOADED)
         ck_assert_msg(log_has(HC_LOG_INFO, c->path, c->reason), "%s: no INFO log with its reason",
                       base);
     return c;
@@ -320,12 +327,27 @@ END_TEST
 START_TEST(test_zero_devices)
 {
     load(STUB("nodev"), NULL);
-    expect("libhc-nodev.so", HC_CAND_LOADED, NULL);
+    /* Loaded, and why it has no devices: the core's default, since the
+     * stub's table has no no_device_reason (NULL). */
+    expect("libhc-nodev.so", HC_CAND_LOADED, "no devices: the plugin does not say why");
     hc_backend *be = hc_registry_find(&reg, "nodev");
     ck_assert_ptr_nonnull(be);
     ck_assert_int_eq(be->ops->device_count(be->ctx), 0);
     ck_assert_msg(!log_has(HC_LOG_WARN, "nodev", NULL) && !log_has(HC_LOG_ERROR, "nodev", NULL),
                   "a plugin without devices is not an error; log:\n%s", g_log);
+    ck_assert(log_has(HC_LOG_INFO, "libhc-nodev.so loaded (probe 10), no devices: ", NULL));
+
+    /* ABI 1.3: the plugin's own reason. */
+    load(STUB("nodevwhy"), NULL);
+    expect("libhc-nodevwhy.so", HC_CAND_LOADED, "no devices: stub: no driver for the stub bus");
+    /* A 1.2 table (cut before no_device_reason, which the stub does set):
+     * the entry is absent, the default is used. */
+    load(STUB("nodevold"), NULL);
+    hc_backend *old = hc_registry_find(&reg, "nodevold");
+    ck_assert_ptr_nonnull(old);
+    ck_assert_uint_eq(old->ops->size, offsetof(hc_plugin_ops, no_device_reason));
+    ck_assert_ptr_nonnull(old->ops->no_device_reason);
+    expect("libhc-nodevold.so", HC_CAND_LOADED, "no devices: the plugin does not say why");
 }
 END_TEST
 
@@ -773,7 +795,8 @@ START_TEST(test_whole_stub_dir)
         {"libhc-duo-low.so", HC_CAND_SHADOWED},  {"libhc-example.so", HC_CAND_LOADED},
         {"libhc-good.so", HC_CAND_LOADED},       {"libhc-initfail.so", HC_CAND_REJECTED},
         {"libhc-major.so", HC_CAND_REJECTED},    {"libhc-misnamed.so", HC_CAND_REJECTED},
-        {"libhc-nodev.so", HC_CAND_LOADED},      {"libhc-noprobe.so", HC_CAND_REJECTED},
+        {"libhc-nodev.so", HC_CAND_LOADED},      {"libhc-nodevold.so", HC_CAND_LOADED},
+        {"libhc-nodevwhy.so", HC_CAND_LOADED},   {"libhc-noprobe.so", HC_CAND_REJECTED},
         {"libhc-nosym.so", HC_CAND_REJECTED},    {"libhc-nullaxpy.so", HC_CAND_REJECTED},
         {"libhc-nulltab.so", HC_CAND_REJECTED},  {"libhc-small.so", HC_CAND_REJECTED},
         {"libhc-trio-best.so", HC_CAND_REJECTED}, {"libhc-trio-ok.so", HC_CAND_LOADED},
@@ -787,7 +810,7 @@ START_TEST(test_whole_stub_dir)
         ck_assert_str_eq(base_of(reg.candidates[i].path), want[i].name);
     for (int i = 0; i < n; i++)
         expect(want[i].name, want[i].state, NULL);
-    ck_assert_int_eq(reg.n_backends, 6);
+    ck_assert_int_eq(reg.n_backends, 8);
 }
 END_TEST
 
@@ -853,7 +876,7 @@ START_TEST(test_engine_devices)
         const char *spec, *why;
     } whys[] = {
         {"good:2", "no device 'good:2': the good plugin has 2 devices, good:0 to good:1"},
-        {"nodev", "no device 'nodev': nodev loaded, no devices"},
+        {"nodev", "no device 'nodev': nodev loaded, no devices: the plugin does not say why"},
         {"major", "no device 'major': major rejected: plugin ABI major 2"},
         /* the build's cpu plugins, from the default dirs */
         {"cpu", "cpu plugin found was filtered out: not selected by the plugins "
@@ -872,7 +895,8 @@ START_TEST(test_engine_devices)
         ck_assert_int_eq(hc_engine_plugin_report(e, i, &r), 0);
         if (!strcmp(r.family, "good") || !strcmp(r.family, "nodev")) {
             ck_assert_str_eq(r.state, "loaded");
-            ck_assert_str_eq(r.reason, "");
+            ck_assert_str_eq(r.reason, strcmp(r.family, "nodev") ? ""
+                                       : "no devices: the plugin does not say why");
             seen++;
         } else if (!strcmp(r.family, "major")) {
             ck_assert_str_eq(r.state, "rejected");
@@ -1235,6 +1259,27 @@ START_TEST(test_cli_tools_init_no_gpu_plugin)
 }
 END_TEST
 
+START_TEST(test_cli_warns_software_only)
+{
+    /* The stub "good" reports two HC_DEVICE_SOFT devices: with only it and
+     * the cpu plugin, the only "GPU" is a software rasteriser. */
+    setenv("HOTCOLD_PLUGIN_PATH", HC_STUB_DIR, 1);
+    setenv("HOTCOLD_PLUGINS", "cpu,good", 1);
+    ck_assert_int_eq(run(HC_CLI " devices 2>&1", out, sizeof out), 0);
+    ck_assert_msg(line_has(out, "good:0", "stub good device 0"), "%s", out);
+    ck_assert_msg(line_has(out, "software rasteriser (runs on the CPU)", "3.0 GiB total"), "%s",
+                  out);
+    ck_assert_msg(line_has(out, "warning: the only GPU device is a software rasteriser: good:0",
+                           "(stub good device 0)"),
+                  "%s", out);
+    /* No software device, no warning. */
+    setenv("HOTCOLD_PLUGINS", "cpu", 1);
+    ck_assert_int_eq(run(HC_CLI " devices 2>&1", out, sizeof out), 0);
+    ck_assert_msg(!strstr(out, "software rasteriser"), "%s", out);
+    unsetenv("HOTCOLD_PLUGINS");
+}
+END_TEST
+
 START_TEST(test_cli_options)
 {
     ck_assert_int_eq(run(HC_CLI " devices --help 2>&1", out, sizeof out), 0);
@@ -1342,6 +1387,7 @@ static Suite *loader_suite(void)
     tcase_add_test(cli, test_cli_explains_stubs);
     tcase_add_test(cli, test_cli_options);
     tcase_add_test(cli, test_cli_unreadable_dir);
+    tcase_add_test(cli, test_cli_warns_software_only);
     tcase_add_test(cli, test_cli_tools_init_no_gpu_plugin);
     tcase_add_test(cli, test_cli_no_plugins);
     /* Needs the CPU plugin (plugins/cpu-avx2) in the build's plugin dir. */

@@ -58,7 +58,8 @@ typedef struct hc_plugin_report {
     const char *family;
     const char *variant;
     const char *state;  /* "loaded", "rejected", "shadowed", "filtered" */
-    const char *reason; /* "" when loaded */
+    const char *reason; /* why it is not loaded; for a loaded plugin without devices,
+                           why it has none ("no devices: ..."); else "" */
     int probe;
 } hc_plugin_report;
 int hc_engine_plugin_count(const hc_engine *e);

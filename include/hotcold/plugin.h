@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 #define HC_PLUGIN_ABI_MAJOR 1
-#define HC_PLUGIN_ABI_MINOR 2
+#define HC_PLUGIN_ABI_MINOR 3
 #define HC_PLUGIN_ENTRY_SYMBOL "hc_plugin_entry"
 
 #if defined(_WIN32)
@@ -237,7 +237,8 @@ typedef struct hc_plugin_ops {
     const char *(*last_error)(hc_plugin_ctx *ctx);
 
     /* --- devices (required) ------------------------------------------- */
-    /* A missing driver is not an error: report 0 devices. */
+    /* A missing driver is not an error: report 0 devices (and say why in
+     * no_device_reason, ABI 1.3). */
     int (*device_count)(hc_plugin_ctx *ctx);
     hc_status (*device_info)(hc_plugin_ctx *ctx, int index, hc_device_info *out);
     hc_status (*device_open)(hc_plugin_ctx *ctx, int index, hc_device **out);
@@ -329,7 +330,18 @@ typedef struct hc_plugin_ops {
     hc_status (*matmul_batch)(hc_stream *s, const hc_matmul_desc *desc, int n_desc, int64_t cols,
                               hc_ref x, int64_t n);
 
-    /* --- append new entries for ABI 1.3 and later below this line ------- */
+    /* --- ABI 1.3 ------------------------------------------------------ */
+    /* optional: why device_count() is 0, as one line for the user (never
+     * NULL; "" when the plugin cannot tell), e.g. "no Vulkan driver (ICD)
+     * found: vkCreateInstance returned VK_ERROR_INCOMPATIBLE_DRIVER".
+     * Zero devices is not a failure, so last_error() (the detail of a
+     * failed call) is not the place for it.  The core calls it after an
+     * init() that left 0 devices and shows the text in `hotcold devices`
+     * and in its "no device" errors.  NULL: the core says the plugin gives
+     * no reason. */
+    const char *(*no_device_reason)(hc_plugin_ctx *ctx);
+
+    /* --- append new entries for ABI 1.4 and later below this line ------- */
 } hc_plugin_ops;
 
 typedef const hc_plugin_ops *(*hc_plugin_entry_fn)(uint32_t abi_major, uint32_t abi_minor);

@@ -6,7 +6,9 @@
  * Every op of ABI 1.1 is provided (the layer ops in ops_layer.c, so a whole
  * transformer layer stays on the device; stream_flush in stream.c) except
  * buffer_wrap_host and set_threads (NULL: zero-copy host weights are not
- * imported, and there are no CPU threads to set).  A new kernel is a line
+ * imported, and there are no CPU threads to set); of 1.2 and 1.3,
+ * no_device_reason (why init found no device, from instance.c) but not yet
+ * matmul_batch.  A new kernel is a line
  * in shaders/variants.txt, its .comp, an hc_vk_op id and an ops_*.c entry
  * that fills an hc_vk_dispatch.
  */
@@ -78,6 +80,11 @@ static int vk_device_count(hc_plugin_ctx *ctx)
     return ctx ? ctx->n_devs : 0;
 }
 
+static const char *vk_no_device_reason(hc_plugin_ctx *ctx)
+{
+    return ctx ? ctx->no_devices : "";
+}
+
 static const hc_plugin_ops vulkan_ops = {
     .size = sizeof(hc_plugin_ops),
     .abi_major = HC_PLUGIN_ABI_MAJOR,
@@ -113,6 +120,7 @@ static const hc_plugin_ops vulkan_ops = {
     .glu = hc_vk_glu,
     .op_cost = hc_vk_op_cost,
     .stream_flush = hc_vk_stream_submit,
+    .no_device_reason = vk_no_device_reason,
 };
 
 HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)

@@ -6,9 +6,11 @@
  * HOTCOLD_VULKAN_DEVICE restricts the list: a number keeps that device, any
  * other text keeps the devices whose name contains it (case-insensitive).
  * No loader, no driver (VK_ERROR_INCOMPATIBLE_DRIVER) or no device is not
- * an error: the plugin then has 0 devices, and says why in the log.
+ * an error: the plugin then has 0 devices, and says why in the log and in
+ * no_device_reason (ABI 1.3), decoded for the user.
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,9 +79,18 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
     return a < b ? a : b;
 }
 
-/* Fills d for pd; 0 (with the reason logged) if the plugin cannot use it. */
+/* Why a device is skipped: logged, and the first one kept for the user. */
+static void skip(hc_plugin_ctx *ctx, char *why, size_t len, const char *name, const char *what)
+{
+    hc_vk_log(ctx, HC_LOG_INFO, "vulkan: %s: %s, skipped", name, what);
+    if (!why[0])
+        snprintf(why, len, "%s: %s", name, what);
+}
+
+/* Fills d for pd; 0 (with the reason logged and, if it is the first, in
+ * why) if the plugin cannot use it. */
 static int describe(hc_plugin_ctx *ctx, VkPhysicalDevice pd, uint32_t instance_api,
-                    hc_vk_physdev *d)
+                    hc_vk_physdev *d, char *why, size_t why_len)
 {
     VkExtensionProperties *ext = NULL;
     uint32_t n_ext = 0, n_fam = 0;
@@ -93,7 +104,7 @@ static int describe(hc_plugin_ctx *ctx, VkPhysicalDevice pd, uint32_t instance_a
     /* What we may use is the lower of what we asked for and the device has. */
     uint32_t api = min_u32(d->props.apiVersion, instance_api);
     if (api < VK_API_VERSION_1_1) {
-        hc_vk_log(ctx, HC_LOG_INFO, "vulkan: %s: Vulkan 1.1 needed (subgroups), skipped", name);
+        skip(ctx, why, why_len, name, "Vulkan 1.1 needed (subgroups)");
         goto out;
     }
     if (ctx->i.vkEnumerateDeviceExtensionProperties(pd, NULL, &n_ext, NULL) != VK_SUCCESS)
@@ -141,8 +152,7 @@ static int describe(hc_plugin_ctx *ctx, VkPhysicalDevice pd, uint32_t instance_a
     /* Weight windows are an array of storage buffers indexed by a
      * (workgroup-uniform) variable: every desktop driver allows it. */
     if (!f2.features.shaderStorageBufferArrayDynamicIndexing) {
-        hc_vk_log(ctx, HC_LOG_INFO,
-                  "vulkan: %s: no shaderStorageBufferArrayDynamicIndexing, skipped", name);
+        skip(ctx, why, why_len, name, "no shaderStorageBufferArrayDynamicIndexing");
         goto out;
     }
     ctx->i.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n_fam, NULL);
@@ -155,7 +165,7 @@ static int describe(hc_plugin_ctx *ctx, VkPhysicalDevice pd, uint32_t instance_a
         if ((fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && fam[i].queueCount > 0)
             d->queue_family = i;
     if (d->queue_family == UINT32_MAX) {
-        hc_vk_log(ctx, HC_LOG_INFO, "vulkan: %s: no compute queue, skipped", name);
+        skip(ctx, why, why_len, name, "no compute queue");
         goto out;
     }
 
@@ -189,6 +199,40 @@ out:
     return ok;
 }
 
+/* What a failed vkCreateInstance means, for the user. */
+static void instance_failed(hc_plugin_ctx *ctx, VkResult r)
+{
+    /* The loader's own overrides of where drivers are: name them if set,
+     * they are the usual cause of "no driver" on a machine that has one. */
+    static const char *const vars[] = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES",
+                                       "VK_ADD_DRIVER_FILES"};
+    char env[192] = "";
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0] && !env[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            snprintf(env, sizeof env, " (%s=%.120s is set)", vars[i], v);
+    }
+    const char *what;
+    switch (r) {
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+        what = "no Vulkan driver (ICD) was found, or none for Vulkan 1.1 or later";
+        break;
+    case VK_ERROR_INITIALIZATION_FAILED:
+        what = "a Vulkan driver failed to initialise (is the GPU's device node, /dev/dri/* or "
+               "/dev/nvidia*, readable?)";
+        break;
+    case VK_ERROR_LAYER_NOT_PRESENT:
+        what = "a Vulkan layer that was asked for (VK_INSTANCE_LAYERS?) is not installed";
+        break;
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+        what = "an instance extension that was asked for is missing";
+        break;
+    default: what = "the Vulkan instance could not be created"; break;
+    }
+    hc_vk_no_devices(ctx, "%s%s: vkCreateInstance returned %s (%d)", what, env,
+                     hc_vk_result_name(r), (int)r);
+}
+
 hc_status hc_vk_instance_create(hc_plugin_ctx *ctx)
 {
     VkPhysicalDevice *pds = NULL;
@@ -203,7 +247,7 @@ hc_status hc_vk_instance_create(hc_plugin_ctx *ctx)
     if (ctx->g.vkEnumerateInstanceVersion)
         ctx->g.vkEnumerateInstanceVersion(&api);
     if (api < VK_API_VERSION_1_1) {
-        hc_vk_log(ctx, HC_LOG_INFO, "vulkan: the Vulkan loader is 1.0; 1.1 is needed");
+        hc_vk_no_devices(ctx, "the Vulkan loader (libvulkan.so.1) is Vulkan 1.0; 1.1 is needed");
         return HC_OK;
     }
     api = api < HC_VK_API_WANTED ? api : HC_VK_API_WANTED;
@@ -239,15 +283,21 @@ hc_status hc_vk_instance_create(hc_plugin_ctx *ctx)
             goto out;
         }
         /* No ICD (VK_ERROR_INCOMPATIBLE_DRIVER) and the like: no devices. */
-        hc_vk_log(ctx, HC_LOG_INFO, "vulkan: vkCreateInstance failed (%d): no devices", (int)r);
+        instance_failed(ctx, r);
         goto out;
     }
     if (!hc_vk_load_instance(ctx)) {
         hc_vk_instance_destroy(ctx);
+        hc_vk_no_devices(ctx, "the Vulkan loader lacks instance functions (see the log)");
         goto out;
     }
-    if (ctx->i.vkEnumeratePhysicalDevices(ctx->instance, &n_pd, NULL) != VK_SUCCESS || !n_pd) {
-        hc_vk_log(ctx, HC_LOG_INFO, "vulkan: no physical devices");
+    r = ctx->i.vkEnumeratePhysicalDevices(ctx->instance, &n_pd, NULL);
+    if (r != VK_SUCCESS || !n_pd) {
+        if (r != VK_SUCCESS)
+            hc_vk_no_devices(ctx, "vkEnumeratePhysicalDevices returned %s (%d)",
+                             hc_vk_result_name(r), (int)r);
+        else
+            hc_vk_no_devices(ctx, "the Vulkan drivers found list no devices");
         goto out;
     }
     pds = calloc(n_pd, sizeof *pds);
@@ -258,10 +308,13 @@ hc_status hc_vk_instance_create(hc_plugin_ctx *ctx)
     }
     r = ctx->i.vkEnumeratePhysicalDevices(ctx->instance, &n_pd, pds);
     if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
-        hc_vk_log(ctx, HC_LOG_INFO, "vulkan: vkEnumeratePhysicalDevices failed (%d)", (int)r);
+        hc_vk_no_devices(ctx, "vkEnumeratePhysicalDevices returned %s (%d)", hc_vk_result_name(r),
+                         (int)r);
         goto out;
     }
     const char *sel = getenv("HOTCOLD_VULKAN_DEVICE");
+    char why[HC_VK_ERR_LEN] = "";
+    uint32_t n_selected = 0;
     for (uint32_t i = 0; i < n_pd; i++) {
         hc_vk_physdev *d = &ctx->devs[ctx->n_devs];
         VkPhysicalDeviceProperties props;
@@ -271,12 +324,18 @@ hc_status hc_vk_instance_create(hc_plugin_ctx *ctx)
                       i, props.deviceName, sel);
             continue;
         }
-        if (describe(ctx, pds[i], api, d)) {
+        n_selected++;
+        if (describe(ctx, pds[i], api, d, why, sizeof why)) {
             hc_vk_log(ctx, HC_LOG_DEBUG, "vulkan: device %u: %s (features 0x%x, subgroup %u)", i,
                       d->props.deviceName, d->feats, d->subgroup_size);
             ctx->n_devs++;
         }
     }
+    if (ctx->n_devs == 0 && n_selected == 0)
+        hc_vk_no_devices(ctx, "HOTCOLD_VULKAN_DEVICE=%s matches none of the %u Vulkan device%s",
+                         sel, n_pd, n_pd == 1 ? "" : "s");
+    else if (ctx->n_devs == 0)
+        hc_vk_no_devices(ctx, "no Vulkan device can run the kernels (%s)", why);
 out:
     free(pds);
     free(ext);

@@ -23,7 +23,10 @@ int hc_vk_load_library(hc_plugin_ctx *ctx)
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
         lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        hc_vk_log(ctx, HC_LOG_INFO, "vulkan: no Vulkan loader (libvulkan.so.1): no devices");
+        const char *e = dlerror();
+        hc_vk_no_devices(ctx, "no Vulkan loader: libvulkan.so.1 cannot be loaded (%s); install "
+                              "it (Debian: libvulkan1) and a driver",
+                         e ? e : "not found");
         return 0;
     }
     /* dlsym returns void *; the cast to a function pointer is what POSIX
@@ -33,7 +36,7 @@ int hc_vk_load_library(hc_plugin_ctx *ctx)
         PFN_vkGetInstanceProcAddr fn;
     } sym = {dlsym(lib, "vkGetInstanceProcAddr")};
     if (!sym.fn) {
-        hc_vk_log(ctx, HC_LOG_INFO, "vulkan: libvulkan.so.1 has no vkGetInstanceProcAddr");
+        hc_vk_no_devices(ctx, "libvulkan.so.1 has no vkGetInstanceProcAddr: not a Vulkan loader");
         return 0;
     }
     ctx->lib = lib;
@@ -42,7 +45,7 @@ int hc_vk_load_library(hc_plugin_ctx *ctx)
     HC_VK_GLOBAL_FUNCTIONS(LOAD_GLOBAL)
 #undef LOAD_GLOBAL
     if (!ctx->g.vkCreateInstance || !ctx->g.vkEnumerateInstanceExtensionProperties) {
-        hc_vk_log(ctx, HC_LOG_INFO, "vulkan: the Vulkan loader lacks vkCreateInstance");
+        hc_vk_no_devices(ctx, "the Vulkan loader lacks vkCreateInstance");
         ctx->lib = NULL;
         return 0;
     }

@@ -40,7 +40,7 @@ hc_status hc_vk_fail(hc_plugin_ctx *ctx, hc_status st, const char *fmt, ...)
     return st;
 }
 
-static const char *vk_result_name(VkResult r)
+const char *hc_vk_result_name(VkResult r)
 {
     switch (r) {
     case VK_SUCCESS: return "VK_SUCCESS";
@@ -68,12 +68,21 @@ hc_status hc_vk_fail_vk(hc_plugin_ctx *ctx, VkResult r, const char *what)
     if (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY ||
         r == VK_ERROR_TOO_MANY_OBJECTS || r == VK_ERROR_OUT_OF_POOL_MEMORY)
         st = HC_E_NOMEM;
-    return hc_vk_fail(ctx, st, "%s failed: %s (%d)", what, vk_result_name(r), (int)r);
+    return hc_vk_fail(ctx, st, "%s failed: %s (%d)", what, hc_vk_result_name(r), (int)r);
+}
+
+void hc_vk_no_devices(hc_plugin_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->no_devices, sizeof ctx->no_devices, fmt, ap);
+    va_end(ap);
+    hc_vk_log(ctx, HC_LOG_INFO, "vulkan: no devices: %s", ctx->no_devices);
 }
 
 void hc_vk_log(hc_plugin_ctx *ctx, int level, const char *fmt, ...)
 {
-    char msg[256];
+    char msg[HC_VK_ERR_LEN + 64];
     va_list ap;
 
     if (!ctx || !ctx->host.log)

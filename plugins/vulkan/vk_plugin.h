@@ -161,6 +161,7 @@ struct hc_plugin_ctx {
     uint32_t disabled;          /* HC_VK_FEAT_* from HOTCOLD_VULKAN_DISABLE */
     pthread_mutex_t err_lock;
     char err[HC_VK_ERR_LEN];
+    char no_devices[HC_VK_ERR_LEN]; /* why n_devs is 0 (ABI 1.3 no_device_reason) */
 };
 
 struct hc_device {
@@ -253,6 +254,10 @@ typedef struct hc_vk_dispatch {
 hc_status hc_vk_fail(hc_plugin_ctx *ctx, hc_status st, const char *fmt, ...) HC_VK_PRINTF(3, 4);
 /* The same for a failed Vulkan call: names the call and the VkResult. */
 hc_status hc_vk_fail_vk(hc_plugin_ctx *ctx, VkResult r, const char *what);
+/* "VK_ERROR_INCOMPATIBLE_DRIVER", ...; "VkResult" for a code it does not know. */
+const char *hc_vk_result_name(VkResult r);
+/* Records why the plugin has no devices (no_device_reason) and logs it. */
+void hc_vk_no_devices(hc_plugin_ctx *ctx, const char *fmt, ...) HC_VK_PRINTF(2, 3);
 const char *hc_vk_init_error(void);
 void hc_vk_log(hc_plugin_ctx *ctx, int level, const char *fmt, ...) HC_VK_PRINTF(3, 4);
 /* The device of a stream, or HC_E_INVALID for NULL/foreign/dead streams. */

@@ -12,6 +12,7 @@
  *   STUB_NO_ENTRY              the entry symbol is misspelt (not found)
  *   STUB_ENTRY_NULL            the entry symbol returns NULL
  *   STUB_INIT_FAIL             init() fails; last_error(NULL) says why
+ *   STUB_NO_DEVICE_REASON="..." the table's no_device_reason (ABI 1.3) returns it
  *   STUB_UNDEFINED             probe() calls a function no library defines, so
  *                              dlopen(RTLD_NOW) fails on a well-formed file
  *
@@ -121,6 +122,14 @@ static int stub_device_count(hc_plugin_ctx *ctx)
     (void)ctx;
     return STUB_N_DEVICES;
 }
+
+#ifdef STUB_NO_DEVICE_REASON
+static const char *stub_no_device_reason(hc_plugin_ctx *ctx)
+{
+    (void)ctx;
+    return STUB_NO_DEVICE_REASON;
+}
+#endif
 
 static hc_status stub_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *out)
 {
@@ -268,6 +277,9 @@ static const hc_plugin_ops *stub_table(void)
     o->glu = stub_glu;
     o->op_cost = stub_op_cost;
     o->set_threads = stub_set_threads;
+#ifdef STUB_NO_DEVICE_REASON
+    o->no_device_reason = stub_no_device_reason;
+#endif
 #ifdef STUB_NULL_FIELD
     o->STUB_NULL_FIELD = NULL;
 #endif

@@ -53,7 +53,7 @@ static const char *kind_name(int kind)
     case HC_DEVICE_CPU: return "cpu";
     case HC_DEVICE_GPU: return "gpu";
     case HC_DEVICE_IGPU: return "integrated gpu";
-    case HC_DEVICE_SOFT: return "software";
+    case HC_DEVICE_SOFT: return "software rasteriser (runs on the CPU)";
     }
     return "unknown";
 }
@@ -117,6 +117,29 @@ static void print_plugins(const hc_engine *e)
         if (p.reason[0])
             printf("            why: %s\n", p.reason);
     }
+}
+
+/* A software rasteriser (lavapipe) as the only GPU is worth a warning: it
+ * is a GPU API over the CPU, so "the GPU path" would gain nothing. */
+static void warn_software_only(const hc_engine *e)
+{
+    int n = hc_engine_device_count(e), n_gpu = 0, soft = -1;
+    for (int i = 0; i < n; i++) {
+        hc_device_report d;
+        if (hc_engine_device_report(e, i, &d) != 0)
+            continue;
+        if (d.info.kind == HC_DEVICE_GPU || d.info.kind == HC_DEVICE_IGPU)
+            n_gpu++;
+        else if (d.info.kind == HC_DEVICE_SOFT && soft < 0)
+            soft = i;
+    }
+    hc_device_report d;
+    if (n_gpu > 0 || soft < 0 || hc_engine_device_report(e, soft, &d) != 0)
+        return;
+    printf("\nwarning: the only GPU device is a software rasteriser: %s:%d (%s).\n"
+           "         It runs on the CPU, so it is no faster than the cpu device; to use a GPU,\n"
+           "         install its Vulkan driver (or its plugin's runtime).\n",
+           d.family, d.index, d.info.name);
 }
 
 static void print_devices(const hc_engine *e)
@@ -188,6 +211,7 @@ int hc_cmd_devices(int argc, char **argv)
         printf("\nno devices: no loaded plugin reports one (see 'why:' above; a plugin whose\n"
                "driver is missing loads but reports zero devices).\n");
     }
+    warn_software_only(e);
     hc_engine_close(e);
     return 0;
 }
