@@ -1102,6 +1102,94 @@ START_TEST(test_example_plugin)
 }
 END_TEST
 
+/* ---- the Vulkan plugin keeps its driver mapped (issue 12 item 9) ----------- */
+
+/* The files mapped into this process now, one path per line. */
+static char *mapped_files(void)
+{
+    /* A /proc file has no size to ask for: read until the end. */
+    FILE *f = fopen("/proc/self/maps", "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = 0, cap = 1 << 16;
+    char *maps = malloc(cap);
+    ck_assert_ptr_nonnull(maps);
+    for (size_t got; (got = fread(maps + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (cap - n - 1 == 0) {
+            maps = realloc(maps, cap *= 2);
+            ck_assert_ptr_nonnull(maps);
+        }
+    }
+    maps[n] = 0;
+    fclose(f);
+    char *paths = calloc(n + 2, 1);
+    ck_assert_ptr_nonnull(paths);
+    size_t used = 0;
+    for (char *line = strtok(maps, "\n"); line; line = strtok(NULL, "\n")) {
+        const char *p = strchr(line, '/'); /* the path column, if the mapping has one */
+        if (!p)
+            continue;
+        size_t len = strlen(p);
+        paths[used++] = '\n';
+        memcpy(paths + used, p, len);
+        used += len;
+    }
+    paths[used] = '\n';
+    free(maps);
+    return paths;
+}
+
+static int is_mapped(const char *paths, const char *path)
+{
+    char needle[4200];
+    snprintf(needle, sizeof needle, "\n%s\n", path);
+    return strstr(paths, needle) != NULL;
+}
+
+START_TEST(test_vulkan_driver_stays_mapped)
+{
+    const char *plugin = HC_PLUGIN_BUILD_DIR "/libhc-vulkan.so";
+    if (access(plugin, F_OK) != 0) {
+        printf("test_vulkan_driver_stays_mapped: skipped: the Vulkan plugin is not built\n");
+        return;
+    }
+    char *before = mapped_files();
+    load(plugin, "vulkan");
+    hc_backend *be = hc_registry_find(&reg, "vulkan");
+    ck_assert_ptr_nonnull(be);
+    if (be->ops->device_count(be->ctx) == 0) {
+        printf("test_vulkan_driver_stays_mapped: skipped: no Vulkan device (%s)\n",
+               cand("libhc-vulkan.so")->reason);
+        free(before);
+        return;
+    }
+    /* What the instance brought in: the ICD and its libraries (on lavapipe
+     * libvulkan_lvp.so and libLLVM), besides the plugin and libvulkan. */
+    char *during = mapped_files();
+    hc_registry_free(&reg); /* the plugin's shutdown: vkDestroyInstance */
+    char *after = mapped_files();
+    int n_new = 0, n_icd = 0, said = 0;
+    for (char *line = strtok(during, "\n"); line; line = strtok(NULL, "\n")) {
+        if (is_mapped(before, line) || strstr(line, "/libhc-vulkan.so") ||
+            strstr(line, "/libvulkan.so"))
+            continue;
+        n_new += 1;
+        n_icd += strstr(line, "/libvulkan_") != NULL || strstr(line, "nvidia") != NULL;
+        ck_assert_msg(is_mapped(after, line), "%s was unmapped at vkDestroyInstance", line);
+        if (strstr(line, "/libvulkan_lvp.so") && !said++)
+            printf("test_vulkan_driver_stays_mapped: %s still mapped after shutdown\n", line);
+    }
+    free(before);
+    free(during);
+    free(after);
+    if (n_new == 0)
+        printf("test_vulkan_driver_stays_mapped: skipped: the driver was mapped before the test\n");
+    else
+        ck_assert_msg(n_icd > 0, "no Vulkan driver among the %d libraries the instance mapped",
+                      n_new);
+}
+END_TEST
+
 /* ---- `hotcold devices` ----------------------------------------------------- */
 
 /* Run a shell command; its stdout+stderr into out; returns the exit code. */
@@ -1380,6 +1468,12 @@ static Suite *loader_suite(void)
     tcase_add_test(t, test_engine_inits_lazily);
     tcase_add_test(t, test_example_plugin);
     suite_add_tcase(s, t);
+
+    TCase *vk = tcase_create("vulkan");
+    tcase_add_checked_fixture(vk, setup, teardown);
+    tcase_set_timeout(vk, 60);
+    tcase_add_test(vk, test_vulkan_driver_stays_mapped);
+    suite_add_tcase(s, vk);
 
     TCase *cli = tcase_create("cli");
     tcase_add_checked_fixture(cli, setup, teardown);

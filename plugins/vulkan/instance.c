@@ -240,15 +240,19 @@ hc_status hc_vk_instance_create(hc_plugin_ctx *ctx)
     uint32_t n_pd = 0, n_ext = 0, api = VK_API_VERSION_1_0;
     hc_status st = HC_OK;
     VkResult r;
+    hc_vk_objects before = {0};
 
     ctx->disabled = parse_disabled(ctx);
     if (!hc_vk_load_library(ctx))
         return HC_OK;
+    /* Before the first call that may load a driver (pin.c): the loader
+     * maps the ICDs as early as vkEnumerateInstanceExtensionProperties. */
+    int have_before = hc_vk_objects_snapshot(&before);
     if (ctx->g.vkEnumerateInstanceVersion)
         ctx->g.vkEnumerateInstanceVersion(&api);
     if (api < VK_API_VERSION_1_1) {
         hc_vk_no_devices(ctx, "the Vulkan loader (libvulkan.so.1) is Vulkan 1.0; 1.1 is needed");
-        return HC_OK;
+        goto out;
     }
     api = api < HC_VK_API_WANTED ? api : HC_VK_API_WANTED;
 
@@ -337,6 +341,15 @@ hc_status hc_vk_instance_create(hc_plugin_ctx *ctx)
     else if (ctx->n_devs == 0)
         hc_vk_no_devices(ctx, "no Vulkan device can run the kernels (%s)", why);
 out:
+    /* Whatever the instance brought in stays (pin.c), on every path: a
+     * driver that failed may have left state behind too. */
+    if (have_before) {
+        int n = hc_vk_pin_new_objects(ctx, &before);
+        if (n > 0)
+            hc_vk_log(ctx, HC_LOG_DEBUG, "vulkan: %d driver librar%s kept mapped", n,
+                      n == 1 ? "y" : "ies");
+    }
+    hc_vk_objects_free(&before);
     free(pds);
     free(ext);
     return st;

@@ -283,6 +283,19 @@ int hc_vk_load_instance(hc_plugin_ctx *ctx);
 /* Device functions of dev->dev; 0 if a required one is missing. */
 int hc_vk_load_device(hc_device *dev);
 
+/* ---- pin.c: the driver stays mapped ----------------------------------------- */
+/* The shared objects mapped now (their link-map names). */
+typedef struct hc_vk_objects {
+    char **names;
+    size_t n, cap;
+} hc_vk_objects;
+/* 0 on out-of-memory (then nothing is listed). */
+int hc_vk_objects_snapshot(hc_vk_objects *o);
+void hc_vk_objects_free(hc_vk_objects *o);
+/* Pins (RTLD_NODELETE) every object mapped now that `before` lacks: the
+ * ICD and its libraries outlive vkDestroyInstance.  Returns how many. */
+int hc_vk_pin_new_objects(hc_plugin_ctx *ctx, const hc_vk_objects *before);
+
 /* ---- instance.c ----------------------------------------------------------- */
 /* Creates the instance and lists the usable devices (HOTCOLD_VULKAN_DEVICE
  * restricts them).  No loader, no driver, no device: HC_OK with 0 devices. */
