@@ -1373,6 +1373,17 @@ START_TEST(test_cli_options)
     ck_assert_int_eq(run(HC_CLI " devices --help 2>&1", out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: hotcold devices"));
     ck_assert_int_eq(run(HC_CLI " devices -t many 2>&1", out, sizeof out), 2);
+    /* -t takes what run and bench take: 1..1024 (0 was accepted here). */
+    static const char *const cmds[] = {"devices", "run", "bench"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, HC_CLI " %s -t 0 2>&1", cmds[i]);
+        ck_assert_msg(run(cmd, out, sizeof out) == 2, "%s -t 0: %s", cmds[i], out);
+        ck_assert_msg(strstr(out, "bad value '0' for --threads"), "%s -t 0: %s", cmds[i], out);
+        snprintf(cmd, sizeof cmd, HC_CLI " %s -t 1025 2>&1", cmds[i]);
+        ck_assert_msg(run(cmd, out, sizeof out) == 2, "%s -t 1025: %s", cmds[i], out);
+    }
+    ck_assert_int_eq(run(HC_CLI " devices -t 1024 2>&1", out, sizeof out), 0);
     ck_assert_int_eq(run(HC_CLI " devices --bogus 2>&1", out, sizeof out), 2);
     ck_assert_int_eq(run(HC_CLI " devices extra 2>&1", out, sizeof out), 2);
 }

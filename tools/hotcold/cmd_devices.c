@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "hotcold/hotcold.h"
 #include "engine.h" /* the registry: the search path the loader really walked */
+#include "tool_util.h"
 
 static void usage(FILE *f)
 {
@@ -22,7 +23,8 @@ static void usage(FILE *f)
             "shadowed or filtered, with the reason) and the devices of the loaded plugins.\n"
             "\n"
             "options:\n"
-            "  -t, --threads N   CPU worker threads to give the CPU plugin (default: all cores)\n"
+            "  -t, --threads N   CPU worker threads to give the CPU plugin, 1 to 1024\n"
+            "                    (default: all cores)\n"
             "  -h, --help        this text\n"
             "\n"
             "environment:\n"
@@ -85,16 +87,6 @@ static void format_caps(uint32_t caps, char *buf, size_t len)
 static double gib(uint64_t bytes)
 {
     return (double)bytes / (1024.0 * 1024.0 * 1024.0);
-}
-
-static int parse_threads(const char *s, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 0 || v > 4096)
-        return -1;
-    *out = (int)v;
-    return 0;
 }
 
 static void print_plugins(const hc_engine *e)
@@ -175,8 +167,10 @@ int hc_cmd_devices(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "t:h", longopts, NULL)) != -1) {
         switch (c) {
         case 't':
-            if (parse_threads(optarg, &params.n_threads) != 0) {
-                fprintf(stderr, "hotcold devices: bad thread count '%s'\n", optarg);
+            /* The range run and bench accept: 0 is not "all cores" here either. */
+            if (!hc_tool_parse_int(optarg, 1, 1024, &params.n_threads)) {
+                fprintf(stderr, "hotcold devices: bad value '%s' for %s (see --help)\n", optarg,
+                        hc_tool_option_name(longopts, c));
                 return 2;
             }
             break;
