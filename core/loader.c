@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h> /* struct link_map, for dladdr1 */
 #include <stdarg.h>
 #include <stdalign.h>
 #include <stdio.h>
@@ -33,6 +34,9 @@
 
 #ifndef HC_PLUGIN_INSTALL_DIR
 #define HC_PLUGIN_INSTALL_DIR "/usr/local/lib/hotcold"
+#endif
+#ifndef HC_INSTALL_LIBDIR /* CMake's CMAKE_INSTALL_LIBDIR, relative to the prefix */
+#define HC_INSTALL_LIBDIR "lib"
 #endif
 
 /* The smallest acceptable table: every required 1.0 entry inside `size`.
@@ -100,6 +104,54 @@ static int process_exe_dir(char *buf, size_t len)
     return 0;
 }
 
+/* A default directory, unless it is the same directory as an entry already
+ * listed (the library's dir is the install dir in an unmoved install):
+ * searched once, under the first name. */
+static int add_default_dir(search_path *sp, const char *dir, const char *origin)
+{
+    char *real = realpath(dir, NULL);
+    for (int i = 0; real && i < sp->n; i++) {
+        char *other = realpath(sp->v[i].path, NULL);
+        int same = other && strcmp(other, real) == 0;
+        free(other);
+        if (same) {
+            HC_DEBUG("plugin dir %s (%s) is %s (%s): searched once", dir, origin, sp->v[i].path,
+                     sp->v[i].origin);
+            free(real);
+            return 0;
+        }
+    }
+    free(real);
+    return search_path_add(sp, dir, strlen(dir), origin, 0);
+}
+
+/* <dir of libhotcold.so>/hotcold into dir, when this code runs from the
+ * shared library; -1 when it is linked into the executable (the
+ * executable's own dirs cover that case) or the library cannot be found. */
+static int library_plugin_dir(char *dir, size_t len)
+{
+    static const char anchor; /* any address inside this object will do */
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (!dladdr1(&anchor, &info, (void **)&map, RTLD_DL_LINKMAP) || !map || !map->l_name ||
+        !map->l_name[0]) /* the main program's link map has no name */
+        return -1;
+    char *real = realpath(map->l_name, NULL);
+    if (!real)
+        return -1;
+    char *slash = strrchr(real, '/');
+    int rc = -1;
+    if (slash) {
+        *slash = 0;
+        int n = snprintf(dir, len, "%s/hotcold", real);
+        rc = n > 0 && (size_t)n < len ? 0 : -1;
+        if (rc == 0)
+            HC_INFO("plugin loader: libhotcold is %s/%s, its plugin dir %s", real, slash + 1, dir);
+    }
+    free(real);
+    return rc;
+}
+
 static int build_search_path(const hc_loader_options *opt, search_path *sp)
 {
     const char *user = opt->plugin_path;
@@ -117,8 +169,12 @@ static int build_search_path(const hc_loader_options *opt, search_path *sp)
     if (!opt->use_default_dirs)
         return 0;
 
-    if (search_path_add(sp, HC_PLUGIN_INSTALL_DIR, strlen(HC_PLUGIN_INSTALL_DIR), "install dir",
-                        0) != 0)
+    /* An installed tree finds its own plugins wherever it was moved. */
+    char lib_plugins[PATH_MAX];
+    if (library_plugin_dir(lib_plugins, sizeof lib_plugins) == 0 &&
+        add_default_dir(sp, lib_plugins, "libhotcold's dir") != 0)
+        return -1;
+    if (add_default_dir(sp, HC_PLUGIN_INSTALL_DIR, "install dir") != 0)
         return -1;
 
     char exe_dir[PATH_MAX];
@@ -126,17 +182,26 @@ static int build_search_path(const hc_loader_options *opt, search_path *sp)
         snprintf(exe_dir, sizeof exe_dir, "%s", opt->exe_dir);
     else if (process_exe_dir(exe_dir, sizeof exe_dir) != 0)
         return 0; /* no /proc: nothing more to search, not an error */
-    if (search_path_add(sp, exe_dir, strlen(exe_dir), "executable's dir", 0) != 0)
+    if (add_default_dir(sp, exe_dir, "executable's dir") != 0)
         return -1;
 
-    /* The build tree puts the command in bin/ and plugins in lib/hotcold/. */
-    char lib_dir[PATH_MAX + 32];
-    snprintf(lib_dir, sizeof lib_dir, "%s/../lib/hotcold", exe_dir);
-    char *norm = realpath(lib_dir, NULL); /* prettier in `hotcold devices` */
-    const char *dir = norm ? norm : lib_dir;
-    int rc = search_path_add(sp, dir, strlen(dir), "executable's ../lib/hotcold", 0);
-    free(norm);
-    return rc;
+    /* The build tree puts the command in bin/ and plugins in lib/hotcold/;
+     * an install under a prefix whose libdir is not "lib" (Debian's
+     * lib/<triplet>) in <prefix>/<libdir>/hotcold. */
+    static const char *const libdirs[] = {"lib", HC_INSTALL_LIBDIR};
+    static const char *const origins[] = {"executable's ../lib/hotcold",
+                                          "executable's ../" HC_INSTALL_LIBDIR "/hotcold"};
+    int n_libdirs = strcmp(HC_INSTALL_LIBDIR, "lib") != 0 && HC_INSTALL_LIBDIR[0] != '/' ? 2 : 1;
+    for (int i = 0; i < n_libdirs; i++) {
+        char lib_dir[PATH_MAX + 64];
+        snprintf(lib_dir, sizeof lib_dir, "%s/../%s/hotcold", exe_dir, libdirs[i]);
+        char *norm = realpath(lib_dir, NULL); /* prettier in `hotcold devices` */
+        int rc = add_default_dir(sp, norm ? norm : lib_dir, origins[i]);
+        free(norm);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
 }
 
 int hc_loader_search_path(const hc_loader_options *opt, hc_search_path_fn fn, void *user)
@@ -524,8 +589,9 @@ static void note_unmatched(hc_registry *r, const scan *s, const char *list, cons
     names_found(s, found, sizeof found);
     if (!found[0])
         snprintf(found, sizeof found, "none");
-    snprintf(r->select_note, sizeof r->select_note, "%s=%s: %s %s no plugin found%s (found: %s)",
-             src, list, unmatched, n_unmatched == 1 ? "matches" : "match",
+    snprintf(r->select_note, sizeof r->select_note,
+             "%s=%.100s: %.150s %s no plugin found%s (found: %.150s)", src, list, unmatched,
+             n_unmatched == 1 ? "matches" : "match",
              n_unmatched == n_tokens ? ", so every plugin is filtered out" : "", found);
     HC_WARN("%s", r->select_note);
 }

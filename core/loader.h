@@ -7,8 +7,15 @@
  *
  * Search order (first listed wins when the same file name appears twice):
  *   1. $HOTCOLD_PLUGIN_PATH: colon-separated files or directories;
- *   2. the install plugin dir (HC_PLUGIN_INSTALL_DIR, set by CMake);
- *   3. the directory of the running executable, and <exe_dir>/../lib/hotcold.
+ *   2. <dir of libhotcold.so>/hotcold, when the core runs from the shared
+ *      library (dladdr1 on an address inside it): an installed tree that was
+ *      moved, or unpacked under another prefix, finds its own plugins;
+ *   3. the install plugin dir (HC_PLUGIN_INSTALL_DIR, set by CMake);
+ *   4. the directory of the running executable, <exe_dir>/../lib/hotcold
+ *      and, when the install libdir is not "lib" (lib/<triplet>),
+ *      <exe_dir>/../<libdir>/hotcold.
+ * A default directory (2-4) that is the same directory as an earlier entry
+ * is searched once.  Every entry is logged at INFO with where it came from.
  * Candidates are files named libhc-<family>[-<variant>].so, sorted by name.
  * Each is checked against its ELF headers (elf_check.h: dlopen() of a
  * truncated file dies of SIGBUS), dlopen()ed (RTLD_NOW | RTLD_LOCAL), its
