@@ -8,9 +8,13 @@
  *   2. apply the $HOTCOLD_PLUGINS selection (filtered files are never opened);
  *   3. check each remaining file's ELF headers (a truncated file would
  *      crash dlopen), dlopen it, check its table's header, call probe();
- *   4. per family, init() the best probe, falling back to the next best
- *      variant when init() fails; the others are SHADOWED;
- *   5. copy the candidate records out for `hotcold devices`.
+ *      what passes is DEFERRED;
+ *   4. copy the candidate records into the registry, with a backend slot
+ *      per family;
+ *   5. unless init is deferred, activate every family: init() the best
+ *      probe, falling back to the next best variant when init() fails; the
+ *      others are SHADOWED.  hc_registry_activate() runs this step later,
+ *      one family at a time, when init is deferred (the engine's mode).
  * Nothing is ever dlclose()d: see loader.h.
  */
 #include "loader.h"
@@ -319,6 +323,7 @@ static void decide_c(hc_plugin_candidate *c, int state, const char *fmt, ...)
     else
         HC_INFO("plugin %s %s: %s", c->path, state_word(state), c->reason);
 }
+/* The scan's items carry their candidate record. */
 #define decide(it, ...) decide_c(&(it)->c, __VA_ARGS__)
 
 static item *scan_push(scan *s)

@@ -159,8 +159,8 @@ void hc_registry_explain(const hc_registry *r, const char *family, char *buf, si
 /* The search path hc_registry_load() walks for these options, in order:
  * fn(user, entry, origin) is called for each entry (which may not exist);
  * origin says where it came from ("$HOTCOLD_PLUGIN_PATH", "install dir",
- * ...).  Returns the number of entries, or -1 on out-of-memory.  Lets
- * `hotcold devices` print exactly the path the loader uses. */
+ * ...).  Returns the number of entries, or -1 on out-of-memory.  Without
+ * loading anything (a registry's `entries` say what the walk found). */
 typedef void (*hc_search_path_fn)(void *user, const char *entry, const char *origin);
 int hc_loader_search_path(const hc_loader_options *opt, hc_search_path_fn fn, void *user);
 
