@@ -239,15 +239,16 @@ int hc_cmd_bench(int argc, char **argv)
         fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
         return 1;
     }
-    hc_device_report dr = {0};
-    int dev = hc_engine_find_device(e, o.device), cpu = hc_engine_find_device(e, "cpu");
+    /* find_device's error says why a device is missing (no plugin, filtered, no driver). */
+    hc_device_report dr = {0}, cr = {0};
+    int dev = hc_engine_find_device(e, o.device);
     if (dev < 0 || hc_engine_device_report(e, dev, &dr)) {
-        fprintf(stderr, "hotcold bench: no device '%s' (see hotcold devices)\n", o.device);
+        fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
         goto out;
     }
-    hc_device_report cr = {0};
+    int cpu = hc_engine_find_device(e, "cpu");
     if (cpu < 0 || hc_engine_device_report(e, cpu, &cr)) {
-        fprintf(stderr, "hotcold bench: no CPU device (see hotcold devices)\n");
+        fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
         goto out;
     }
     dr.info.n_threads = cr.info.n_threads;
