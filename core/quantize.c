@@ -24,13 +24,15 @@ int hc_quantize_file_type(hc_type type)
     case HC_TYPE_F16: return 1;
     case HC_TYPE_Q4_0: return 2;
     case HC_TYPE_Q8_0: return 7;
+    case HC_TYPE_Q6_K: return 18;
     }
     return -1;
 }
 
 static int convertible(uint32_t t)
 {
-    return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q8_0 || t == HC_TYPE_Q4_0;
+    return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q8_0 || t == HC_TYPE_Q4_0 ||
+           t == HC_TYPE_Q6_K;
 }
 
 static int ends_with(const char *s, const char *suffix)

@@ -84,7 +84,8 @@ static conf_bound bound_for_type(hc_type t)
     case HC_TYPE_F32: return (conf_bound){1e-8, 1e-3};
     case HC_TYPE_F16: return (conf_bound){1e-6, 1e-2};
     case HC_TYPE_Q8_0:
-    case HC_TYPE_Q4_0: return (conf_bound){5e-4, 0.1};
+    case HC_TYPE_Q4_0:
+    case HC_TYPE_Q6_K: return (conf_bound){5e-4, 0.1};
     }
     return (conf_bound){0, 0};
 }
@@ -102,6 +103,7 @@ static const char *type_name(hc_type t)
     case HC_TYPE_F16: return "F16";
     case HC_TYPE_Q8_0: return "Q8_0";
     case HC_TYPE_Q4_0: return "Q4_0";
+    case HC_TYPE_Q6_K: return "Q6_K";
     }
     return "?";
 }

@@ -34,7 +34,9 @@
 static const char *const VARIANT_FILE[N_VARIANTS] = {"libhc-cpu-avx2.so", "libhc-cpu-generic.so"};
 static const char *const VARIANT_NAME[N_VARIANTS] = {"avx2", "generic"};
 
-static const hc_type ALL_TYPES[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0};
+static const hc_type ALL_TYPES[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0,
+                                    HC_TYPE_Q6_K};
+#define N_TYPES (sizeof ALL_TYPES / sizeof ALL_TYPES[0])
 
 /* ---- the plugin under test -------------------------------------------- */
 
@@ -183,7 +185,11 @@ static double nmse(const float *got, const float *want, int64_t n)
 
 static const char *type_name(hc_type t)
 {
-    return t == HC_TYPE_F32 ? "F32" : t == HC_TYPE_F16 ? "F16" : t == HC_TYPE_Q8_0 ? "Q8_0" : "Q4_0";
+    return t == HC_TYPE_F32    ? "F32"
+           : t == HC_TYPE_F16  ? "F16"
+           : t == HC_TYPE_Q8_0 ? "Q8_0"
+           : t == HC_TYPE_Q4_0 ? "Q4_0"
+                               : "Q6_K";
 }
 
 /* ---- entry point and probe ------------------------------------------------ */
@@ -414,6 +420,24 @@ static void run_axpy_rows(plug *p, void *arg)
                      HC_OK);
 }
 
+/* Q6_K is an output-head type without an axpy kernel: the op refuses it
+ * (HC_E_UNSUPPORTED, naming the type), op_cost agrees, y keeps its bits. */
+static void expect_no_q6_k_axpy(plug *p, const mm_case *c)
+{
+    const size_t bytes = (size_t)(c->n * c->cols) * 4;
+    unsigned char *before = malloc(bytes);
+    ck_assert_ptr_nonnull(before);
+    memcpy(before, p->ops->buffer_host_ptr(c->y), bytes);
+    hc_status st = p->ops->axpy_rows(p->s, c->t, at(c->w), c->rows, c->cols, at(c->x), c->n,
+                                     at(c->idx), c->n_idx, at(c->y));
+    ck_assert_int_eq(st, HC_E_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(p->ops->last_error(p->ctx), "Q6_K"));
+    ck_assert(p->ops->op_cost(p->dev, HC_OP_AXPY_ROWS, c->t, c->n_idx, c->cols, c->n) < 0);
+    ck_assert_int_eq(p->ops->stream_sync(p->s), HC_OK);
+    ck_assert(memcmp(before, p->ops->buffer_host_ptr(c->y), bytes) == 0);
+    free(before);
+}
+
 /* matmul_batch: every row of W into the first half of y, the listed rows
  * into the second: one job over both. */
 static void run_matmul_batch(plug *p, void *arg)
@@ -431,10 +455,13 @@ START_TEST(test_threads_weight_ops)
     if (!plug_open(&p, _i, 1))
         return;
     /* Large enough that every op really splits (>= 2^15 multiply-adds),
-     * with row counts and column counts that leave tails everywhere. */
-    for (size_t ti = 0; ti < 4; ti++) {
+     * with row counts and column counts that leave tails everywhere (Q6_K:
+     * two super-blocks). */
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
         const hc_type t = ALL_TYPES[ti];
-        const int64_t rows = 301, cols = t == HC_TYPE_F32 || t == HC_TYPE_F16 ? 357 : 352;
+        const int64_t rows = 301, cols = t == HC_TYPE_F32 || t == HC_TYPE_F16 ? 357
+                                         : t == HC_TYPE_Q6_K                  ? 512
+                                                                              : 352;
         const int64_t ns[] = {1, 2, 5, 9};
         uint8_t *w = rand_weights(t, rows, cols);
         int32_t *idx = rand_rows(rows, 131);
@@ -465,7 +492,10 @@ START_TEST(test_threads_weight_ops)
                                       "%s: unlisted row %lld changed", what, (long long)r);
             free(listed);
             snprintf(what, sizeof what, "axpy_rows %s n=%lld", type_name(t), (long long)n);
-            same_for_thread_counts(&p, what, run_axpy_rows, &c, yb, n * cols * 4, y0);
+            if (t == HC_TYPE_Q6_K)
+                expect_no_q6_k_axpy(&p, &c);
+            else
+                same_for_thread_counts(&p, what, run_axpy_rows, &c, yb, n * cols * 4, y0);
             const size_t half = (size_t)(n * rows);
             float *init = malloc(2 * half * sizeof(float));
             ck_assert_ptr_nonnull(init);
@@ -602,9 +632,9 @@ START_TEST(test_reference_spot_checks)
     const hc_plugin_ops *o = p.ops;
     /* Bounds as in test_conformance: F32 1e-8, F16 1e-6, 8-bit x 5e-4 (over
      * many rows, so one small dot cannot dominate). */
-    const double bound[] = {1e-8, 1e-6, 5e-4, 5e-4};
+    const double bound[] = {1e-8, 1e-6, 5e-4, 5e-4, 5e-4};
 
-    for (size_t ti = 0; ti < 4; ti++) {
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
         const hc_type t = ALL_TYPES[ti];
         const int64_t rows = 200, cols = 4096, n = 3, n_idx = 57;
         uint8_t *w = rand_weights(t, rows, cols);
@@ -625,14 +655,22 @@ START_TEST(test_reference_spot_checks)
         float *y0 = rand_floats(n * cols, 1.0f);
         memcpy(o->buffer_host_ptr(yb), y0, n * cols * 4);
         memcpy(want, y0, n * cols * 4);
-        ck_assert_int_eq(o->axpy_rows(p.s, t, at(wb), rows, cols, at(hb), n, at(ib), n_idx, at(yb)),
-                         HC_OK);
-        hc_ref_axpy_rows(t, w, rows, cols, h, n, idx, n_idx, want);
-        memcpy(got, o->buffer_host_ptr(yb), n * cols * 4);
-        e = nmse(got, want, n * cols);
-        printf("cpu-%s axpy   %-4s 200x4096 n=3: nmse %.2e\n", VARIANT_NAME[_i], type_name(t), e);
-        /* axpy has no activation quantization: float accuracy for all types. */
-        ck_assert_msg(e <= 1e-8, "axpy_rows %s nmse %g", type_name(t), e);
+        if (t == HC_TYPE_Q6_K) {
+            mm_case c6 = {t, rows, cols, n, n_idx, wb, hb, ib, yb};
+            expect_no_q6_k_axpy(&p, &c6);
+            memcpy(got, o->buffer_host_ptr(yb), n * cols * 4);
+        } else {
+            ck_assert_int_eq(
+                o->axpy_rows(p.s, t, at(wb), rows, cols, at(hb), n, at(ib), n_idx, at(yb)),
+                HC_OK);
+            hc_ref_axpy_rows(t, w, rows, cols, h, n, idx, n_idx, want);
+            memcpy(got, o->buffer_host_ptr(yb), n * cols * 4);
+            e = nmse(got, want, n * cols);
+            printf("cpu-%s axpy   %-4s 200x4096 n=3: nmse %.2e\n", VARIANT_NAME[_i], type_name(t),
+                   e);
+            /* axpy has no activation quantization: float accuracy for all types. */
+            ck_assert_msg(e <= 1e-8, "axpy_rows %s nmse %g", type_name(t), e);
+        }
 
         hc_buffer *bufs[] = {wb, xb, hb, ib, yb};
         for (size_t i = 0; i < 5; i++)
@@ -710,10 +748,10 @@ START_TEST(test_decode_shapes)
     if (!plug_open(&p, _i, 1))
         return;
     const hc_plugin_ops *o = p.ops;
-    const double bound[] = {1e-8, 1e-6, 5e-4, 5e-4};
+    const double bound[] = {1e-8, 1e-6, 5e-4, 5e-4, 5e-4};
     const int64_t rows = 700, cols = 2048;
 
-    for (size_t ti = 0; ti < 4; ti++) {
+    for (size_t ti = 0; ti < N_TYPES; ti++) {
         const hc_type t = ALL_TYPES[ti];
         const int64_t lens[] = {70, 333, rows}; /* 10%: 8 groups of 8 + 6; ~half; all */
         uint8_t *w = rand_weights(t, rows, cols);
@@ -760,6 +798,12 @@ START_TEST(test_decode_shapes)
 
             snprintf(what, sizeof what, "decode axpy_rows %s %lld rows", type_name(t),
                      (long long)k);
+            if (t == HC_TYPE_Q6_K) {
+                expect_no_q6_k_axpy(&p, &ca);
+                p.ops->buffer_free(ib);
+                free(idx);
+                continue;
+            }
             same_for_thread_counts(&p, what, run_axpy_rows, &ca, yb, cols * 4, y0);
             memcpy(want, y0, cols * 4);
             hc_ref_axpy_rows(t, w, rows, cols, h, 1, idx, k, want);
@@ -815,23 +859,23 @@ static int open_with(plug *p, const char *env, int on, const char *marker, int *
     return 1;
 }
 
-/* Q4_0 products of the avx2 plugin with AVX-VNNI forced off
- * (HOTCOLD_CPU_VNNI=0) and on; y for every shape the tiles take (one token,
- * several tokens, a row list), into out (3 x rows x n floats). */
-static int q4_products(int vnni, const uint8_t *w, const float *x, const int32_t *idx, int64_t rows,
-                       int64_t cols, int64_t n, int64_t n_idx, float *out)
+/* Products of type t (Q4_0 or Q6_K) of the avx2 plugin with AVX-VNNI
+ * forced off (HOTCOLD_CPU_VNNI=0) and on; y for every shape the tiles take
+ * (one token, several tokens, a row list), into out (3 x rows x n floats). */
+static int dot_products(hc_type t, int vnni, const uint8_t *w, const float *x, const int32_t *idx,
+                        int64_t rows, int64_t cols, int64_t n, int64_t n_idx, float *out)
 {
     plug p;
     int has;
     if (!open_with(&p, "HOTCOLD_CPU_VNNI", vnni, "AVX-VNNI", &has))
         return -1;
-    hc_buffer *wb = buf_from(&p, w, rows * hc_type_row_size(HC_TYPE_Q4_0, cols));
+    hc_buffer *wb = buf_from(&p, w, rows * hc_type_row_size(t, cols));
     hc_buffer *xb = buf_from(&p, x, cols * n * 4), *ib = buf_from(&p, idx, n_idx * 4);
     hc_buffer *yb = buf_from(&p, NULL, rows * n * 4);
     const int64_t ns[3] = {1, n, 1};
     for (int k = 0; k < 3; k++) {
         memset(p.ops->buffer_host_ptr(yb), 0, (size_t)(rows * n * 4));
-        mm_case c = {HC_TYPE_Q4_0, rows, cols, ns[k], k == 2 ? n_idx : 0, wb, xb, ib, yb};
+        mm_case c = {t, rows, cols, ns[k], k == 2 ? n_idx : 0, wb, xb, ib, yb};
         if (k == 2)
             run_matvec_rows(&p, &c);
         else
@@ -846,26 +890,28 @@ static int q4_products(int vnni, const uint8_t *w, const float *x, const int32_t
 }
 
 /* AVX-VNNI's vpdpbusd and AVX2's maddubs/madd form the same exact int32
- * sums, so the two builds of the dot kernels must agree bit for bit. */
+ * sums, so the two builds of the dot kernels must agree bit for bit (Q4_0
+ * uses vpdpbusd; Q6_K's kernel is the same code built with -mavxvnni). */
 START_TEST(test_vnni_matches_avx2)
 {
     const int64_t rows = 300, cols = 2048, n = 5, n_idx = 77;
-    uint8_t *w = rand_weights(HC_TYPE_Q4_0, rows, cols);
+    const hc_type t = _i ? HC_TYPE_Q6_K : HC_TYPE_Q4_0;
+    uint8_t *w = rand_weights(t, rows, cols);
     float *x = rand_floats(cols * n, 1.0f);
     int32_t *idx = rand_rows(rows, n_idx);
     float *a = malloc((size_t)(3 * rows * n * 4)), *b = malloc((size_t)(3 * rows * n * 4));
     ck_assert(a && b);
-    const int plain = q4_products(0, w, x, idx, rows, cols, n, n_idx, a);
-    const int vnni = plain < 0 ? -1 : q4_products(1, w, x, idx, rows, cols, n, n_idx, b);
+    const int plain = dot_products(t, 0, w, x, idx, rows, cols, n, n_idx, a);
+    const int vnni = plain < 0 ? -1 : dot_products(t, 1, w, x, idx, rows, cols, n, n_idx, b);
     if (plain < 0)
         hc_test_skip("cpu-avx2 AVX-VNNI vs AVX2 comparison: the plugin cannot run here");
     else if (vnni == 0)
         hc_test_skip("cpu-avx2 AVX-VNNI vs AVX2 comparison: no AVX-VNNI on this CPU or compiler");
     else {
         ck_assert_msg(memcmp(a, b, (size_t)(3 * rows * n * 4)) == 0,
-                      "Q4_0 products differ between AVX-VNNI and AVX2");
-        printf("cpu-avx2: AVX-VNNI and AVX2 Q4_0 products bit-identical (matmul n=1, n=%lld, "
-               "matvec_rows)\n", (long long)n);
+                      "%s products differ between AVX-VNNI and AVX2", type_name(t));
+        printf("cpu-avx2: AVX-VNNI and AVX2 %s products bit-identical (matmul n=1, n=%lld, "
+               "matvec_rows)\n", type_name(t), (long long)n);
     }
     free(w);
     free(x);
@@ -1105,7 +1151,7 @@ static Suite *cpu_plugin_suite(void)
     tcase_add_loop_test(tc, test_reference_spot_checks, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_decode_shapes, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_argument_checks, 0, N_VARIANTS);
-    tcase_add_test(tc, test_vnni_matches_avx2);
+    tcase_add_loop_test(tc, test_vnni_matches_avx2, 0, 2); /* Q4_0, Q6_K */
     tcase_add_test(tc, test_avx512_matches_avx2);
     tcase_add_test(tc, test_tapered_split);
     suite_add_tcase(s, tc);

@@ -196,6 +196,119 @@ START_TEST(q4_0_block_layout)
 }
 END_TEST
 
+/* Q6_K block offsets, from the layout in plugin.h. */
+enum { Q6_QL = 0, Q6_QH = 128, Q6_SC = 192, Q6_D = 208 };
+
+/* Q6_K decoding by hand.  d = 0.5 (fp16 0x3800), ql[k] = k, every qh byte
+ * 0xe4 (2-bit fields 0, 1, 2, 3 from the bottom), scales[j] = j - 8:
+ *   element   0: h 0, g 0, l  0: ql[0] = 0 low nibble 0, field 0 -> q 0;
+ *                scale[0] = -8: 0.5 * -8 * (0 - 32) = 128
+ *   element  37: h 0, g 1, l  5: ql[37] low nibble 5, field 1 -> q 21;
+ *                scale[2] = -6: 0.5 * -6 * -11 = 33
+ *   element 100: h 0, g 3, l  4: ql[36] high nibble 2, field 3 -> q 50;
+ *                scale[6] = -2: 0.5 * -2 * 18 = -18
+ *   element 200: h 1, g 2, l  8: ql[72] high nibble 4, field 2 -> q 36;
+ *                scale[12] = 4: 0.5 * 4 * 4 = 8
+ *   element 255: h 1, g 3, l 31: ql[127] high nibble 7, field 3 -> q 55;
+ *                scale[15] = 7: 0.5 * 7 * 23 = 80.5
+ * Then every element of two blocks of arbitrary bytes against ggml's
+ * layout written as it is documented there: per half of 128, the 32
+ * columns l of the four quarters use ql[l] low, ql[l + 32] low, ql[l]
+ * high, ql[l + 32] high with qh[l]'s fields 0..3 and scales 2 apart. */
+START_TEST(q6_k_block_layout)
+{
+    uint8_t blk[2 * HC_Q6_K_BLOCK_BYTES];
+    float got[512];
+    ck_assert_uint_eq(hc_type_row_size(HC_TYPE_Q6_K, 512), 420);
+    ck_assert_uint_eq(hc_type_row_size(HC_TYPE_Q6_K, 255), 0);
+    for (int k = 0; k < 128; k++)
+        blk[Q6_QL + k] = (uint8_t)k;
+    memset(blk + Q6_QH, 0xe4, 64);
+    for (int j = 0; j < 16; j++)
+        blk[Q6_SC + j] = (uint8_t)(int8_t)(j - 8);
+    blk[Q6_D] = 0x00;
+    blk[Q6_D + 1] = 0x38;
+    hc_ref_dequantize_row(HC_TYPE_Q6_K, blk, got, 256);
+    ck_assert_float_eq(got[0], 128.0f);
+    ck_assert_float_eq(got[37], 33.0f);
+    ck_assert_float_eq(got[100], -18.0f);
+    ck_assert_float_eq(got[200], 8.0f);
+    ck_assert_float_eq(got[255], 80.5f);
+
+    for (int b = 0; b < 2; b++) {
+        uint8_t *p = blk + b * HC_Q6_K_BLOCK_BYTES;
+        for (int k = 0; k < 192; k++)
+            p[k] = (uint8_t)(k * 37 + 11 + 101 * b);
+        for (int j = 0; j < 16; j++)
+            p[Q6_SC + j] = (uint8_t)(j * 23 + 5 * b); /* both signs, -128 .. 127 */
+        p[Q6_D] = 0x66; /* d = fp16 0x2e66 (b 0), 0xae66 (b 1) */
+        p[Q6_D + 1] = b ? 0xae : 0x2e;
+    }
+    hc_ref_dequantize_row(HC_TYPE_Q6_K, blk, got, 512);
+    for (int b = 0; b < 2; b++) {
+        const uint8_t *p = blk + b * HC_Q6_K_BLOCK_BYTES;
+        /* 0x2e66: exponent 11, mantissa 0x266 = 614: 2^-4 * (1 + 614/1024) */
+        const double d = (b ? -1.0 : 1.0) * ldexp(1024.0 + 614.0, -4 - 10);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = p + Q6_QL + 64 * h, *qh = p + Q6_QH + 32 * h;
+            const int8_t *sc = (const int8_t *)(p + Q6_SC) + 8 * h;
+            for (int l = 0; l < 32; l++) {
+                const int q[4] = {(ql[l] & 15) | (qh[l] & 3) << 4,
+                                  (ql[l + 32] & 15) | (qh[l] >> 2 & 3) << 4,
+                                  (ql[l] >> 4) | (qh[l] >> 4 & 3) << 4,
+                                  (ql[l + 32] >> 4) | (qh[l] >> 6 & 3) << 4};
+                for (int g = 0; g < 4; g++) {
+                    const int i = 256 * b + 128 * h + 32 * g + l;
+                    const double want = d * sc[l / 16 + 2 * g] * (q[g] - 32);
+                    ck_assert_msg((double)got[i] == want, "element %d: %.9g, want %.9g", i,
+                                  (double)got[i], want);
+                }
+            }
+        }
+    }
+}
+END_TEST
+
+/* Q6_K encoding of values the format holds exactly: d = 2^-6, one group's
+ * scale -128 (the largest), the others anything smaller, and every group
+ * with one element at q = 0 (its extreme, -32 steps).  The encoder must
+ * find exactly these bytes. */
+START_TEST(q6_k_exact_round_trip)
+{
+    uint8_t want[HC_Q6_K_BLOCK_BYTES], blk[HC_Q6_K_BLOCK_BYTES];
+    int8_t sc[16];
+    int q[256];
+    float x[256], back[256];
+    for (int j = 0; j < 16; j++)
+        sc[j] = (int8_t)(j == 5 ? -128 : (j * 29) % 255 - 127); /* |sc| <= 127 elsewhere */
+    for (int i = 0; i < 256; i++)
+        q[i] = i % 16 == (i / 16) % 16 ? 0 : 1 + (i * 13) % 63; /* one 0 per group */
+    memset(want, 0, sizeof want);
+    for (int i = 0; i < 256; i++) {
+        const int h = i / 128, g = i % 128 / 32, l = i % 32;
+        want[Q6_QL + 64 * h + 32 * (g & 1) + l] |= (uint8_t)((q[i] & 15) << (g < 2 ? 0 : 4));
+        want[Q6_QH + 32 * h + l] |= (uint8_t)((q[i] >> 4) << (2 * g));
+        x[i] = (float)ldexp((double)sc[i / 16] * (q[i] - 32), -6);
+    }
+    for (int j = 0; j < 16; j++)
+        want[Q6_SC + j] = (uint8_t)sc[j];
+    want[Q6_D] = 0x00; /* 2^-6: exponent 9 -> 0x2400 */
+    want[Q6_D + 1] = 0x24;
+    hc_ref_quantize_row(HC_TYPE_Q6_K, x, blk, 256);
+    for (int k = 0; k < HC_Q6_K_BLOCK_BYTES; k++)
+        ck_assert_msg(blk[k] == want[k], "byte %d: 0x%02x, want 0x%02x", k, blk[k], want[k]);
+    hc_ref_dequantize_row(HC_TYPE_Q6_K, blk, back, 256);
+    for (int i = 0; i < 256; i++)
+        ck_assert_float_eq(back[i], x[i]);
+
+    /* All zeros: d = 0, scales 0, every q = 32 (ql 0, qh fields 2 = 0xaa). */
+    memset(x, 0, sizeof x);
+    hc_ref_quantize_row(HC_TYPE_Q6_K, x, blk, 256);
+    for (int k = 0; k < HC_Q6_K_BLOCK_BYTES; k++)
+        ck_assert_uint_eq(blk[k], (k >= Q6_QH && k < Q6_SC ? 0xaa : 0));
+}
+END_TEST
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 static float rnd(void) /* uniform in [-1, 1) */
 {
@@ -256,6 +369,31 @@ START_TEST(quantize_error_bounds)
     /* Same argument with 8 steps: ~1/(4*64) = 4e-3 (plus clamping). */
     ck_assert_msg(se / ss < 8e-3, "q4_0 nmse %g", se / ss);
 
+    /* Q6_K: each element within one step of its group (half a step but for
+     * the clamp at q = 63), the step d * scale read from the block; and the
+     * step never shorter than the group's max / 32 but by the 127 clamp
+     * (1/128) and fp16's rounding of d (2^-11).  A group clamped to 127 can
+     * see |x| / step up to 32.27, which its clamp to 31 misses by 1.27
+     * steps: bound 1.3 steps. */
+    hc_ref_quantize_row(HC_TYPE_Q6_K, x, row, COLS);
+    hc_ref_dequantize_row(HC_TYPE_Q6_K, row, back, COLS);
+    se = ss = 0;
+    for (int c = 0; c < COLS; c++) {
+        const uint8_t *blk = row + (c / 256) * HC_Q6_K_BLOCK_BYTES;
+        const double d = hc_ref_fp16_to_fp32((uint16_t)(blk[208] | blk[209] << 8));
+        const double step = fabs(d * (int8_t)blk[192 + c % 256 / 16]);
+        double gmax = 0;
+        for (int k = c / 16 * 16; k < c / 16 * 16 + 16; k++)
+            gmax = fmax(gmax, fabs(x[k]));
+        ck_assert_msg(fabs(back[c] - x[c]) <= step * 1.3, "q6_k elem %d", c);
+        ck_assert_msg(step >= gmax / 32 * (1 - 1.0 / 128 - 1.0 / 2048), "q6_k step %d", c);
+        se += (back[c] - x[c]) * (back[c] - x[c]);
+        ss += (double)x[c] * x[c];
+    }
+    /* 32 steps per sign and a group's scale within ~1% of its amax / 32:
+     * ~1/(4*32^2) = 2.4e-4. */
+    ck_assert_msg(se / ss < 5e-4, "q6_k nmse %g", se / ss);
+
     hc_ref_quantize_row(HC_TYPE_F16, x, row, COLS);
     hc_ref_dequantize_row(HC_TYPE_F16, row, back, COLS);
     for (int c = 0; c < COLS; c++)
@@ -311,6 +449,22 @@ START_TEST(dot_q8_0_by_hand)
         x[c] = c < 32 ? 1.0f : 2.0f;
     /* block 1 sees x = 2: -16; total -24 */
     ck_assert_double_eq(hc_ref_dot_row(HC_TYPE_Q8_0, blk, x, 64), -24.0);
+
+    /* Q6_K, d = 1 (0x3c00): scales[j] = 1 for even j, -2 for odd j, every q
+     * = 33 (+1: ql 0x11, qh fields 2 = 0xaa): weights 1 and -2 in runs of
+     * 16; with x = 1 for the first 32 and 2 after: 16 - 32 + 14 * (16 * 2 -
+     * 16 * 4) / 2 = -16 - 224 = -240. */
+    uint8_t b6[HC_Q6_K_BLOCK_BYTES];
+    float x6[256];
+    memset(b6, 0x11, 128);
+    memset(b6 + 128, 0xaa, 64);
+    for (int j = 0; j < 16; j++)
+        b6[192 + j] = (uint8_t)(int8_t)(j % 2 ? -2 : 1);
+    b6[208] = 0x00;
+    b6[209] = 0x3c;
+    for (int c = 0; c < 256; c++)
+        x6[c] = c < 32 ? 1.0f : 2.0f;
+    ck_assert_double_eq(hc_ref_dot_row(HC_TYPE_Q6_K, b6, x6, 256), -240.0);
 
     /* Q4_0, d = 1 (0x3c00), every byte 0x9f: low nibble 15 (+7) for
      * elements 0..15, high nibble 9 (+1) for 16..31; with x = 1: 16*7 + 16 = 128. */
@@ -552,6 +706,8 @@ static Suite *ref_suite(void)
     tc = tcase_create("quant");
     tcase_add_test(tc, q8_0_block_layout);
     tcase_add_test(tc, q4_0_block_layout);
+    tcase_add_test(tc, q6_k_block_layout);
+    tcase_add_test(tc, q6_k_exact_round_trip);
     tcase_add_test(tc, quantize_error_bounds);
     tcase_add_test(tc, dot_q8_0_by_hand);
     tcase_set_timeout(tc, 60);

@@ -9,7 +9,7 @@
 
 #include <math.h>
 
-/* Elements handled per chunk: a multiple of every block size (32). */
+/* Elements handled per chunk: a multiple of every block size (32, 256). */
 #define REF_CHUNK 256
 
 void hc_ref_matmul(hc_type t, const void *w, int64_t rows, int64_t cols, const float *x,

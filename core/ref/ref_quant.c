@@ -5,6 +5,8 @@
  *   Q8_0: 32 elements per block = fp16 d, then int8 q[32];  x = d * q.
  *   Q4_0: 32 elements per block = fp16 d, then 16 bytes;    x = d * (q - 8),
  *         byte j holds element j in its low nibble, element j+16 in its high.
+ *   Q6_K: 256 elements per block = ql[128], qh[64], int8 scales[16], fp16 d;
+ *         x = d * scales[i/16] * (q - 32), q's 6 bits placed as plugin.h says.
  */
 #include "ref.h"
 
@@ -47,6 +49,43 @@ static void dequantize_q4_0(const uint8_t *row, float *dst, int64_t cols)
     }
 }
 
+/* Byte offsets inside a Q6_K block (plugin.h). */
+#define Q6K_QL 0
+#define Q6K_QH 128
+#define Q6K_SCALES 192
+#define Q6K_D 208
+
+/* The 6-bit q of element i (0..255) of a Q6_K block. */
+static int q6_k_get(const uint8_t *blk, int i)
+{
+    const int h = i / 128, g = i % 128 / 32, l = i % 32;
+    const uint8_t lo = blk[Q6K_QL + 64 * h + 32 * (g & 1) + l];
+    const uint8_t hi = blk[Q6K_QH + 32 * h + l];
+    return (g < 2 ? lo & 0x0f : lo >> 4) | ((hi >> (2 * g)) & 3) << 4;
+}
+
+static void q6_k_put(uint8_t *blk, int i, int q)
+{
+    const int h = i / 128, g = i % 128 / 32, l = i % 32;
+    uint8_t *lo = &blk[Q6K_QL + 64 * h + 32 * (g & 1) + l];
+    uint8_t *hi = &blk[Q6K_QH + 32 * h + l];
+    *lo |= (uint8_t)(g < 2 ? q & 0x0f : (q & 0x0f) << 4);
+    *hi |= (uint8_t)((q >> 4) << (2 * g));
+}
+
+static void dequantize_q6_k(const uint8_t *row, float *dst, int64_t cols)
+{
+    for (int64_t b = 0; b < cols / HC_QK_K; b++) {
+        const uint8_t *blk = row + b * HC_Q6_K_BLOCK_BYTES;
+        float d = hc_ref_fp16_to_fp32(read_u16(blk + Q6K_D));
+        for (int i = 0; i < HC_QK_K; i++) {
+            /* d * scale is exact (11 x 8 bits), so this rounds once. */
+            float ds = d * (float)(int8_t)blk[Q6K_SCALES + i / 16];
+            dst[b * HC_QK_K + i] = ds * (float)(q6_k_get(blk, i) - 32);
+        }
+    }
+}
+
 void hc_ref_dequantize_row(hc_type t, const void *row, float *dst, int64_t cols)
 {
     switch (t) {
@@ -62,6 +101,9 @@ void hc_ref_dequantize_row(hc_type t, const void *row, float *dst, int64_t cols)
         break;
     case HC_TYPE_Q4_0:
         dequantize_q4_0(row, dst, cols);
+        break;
+    case HC_TYPE_Q6_K:
+        dequantize_q6_k(row, dst, cols);
         break;
     default: /* unknown type: make any use of the result visible */
         for (int64_t c = 0; c < cols; c++)
@@ -117,6 +159,55 @@ static void quantize_q4_0(const float *src, uint8_t *row, int64_t cols)
     }
 }
 
+/* The element of largest magnitude, sign kept (the first of equals). */
+static float signed_max(const float *x, int n)
+{
+    float max = 0.0f;
+    for (int j = 0; j < n; j++)
+        if (fabsf(x[j]) > fabsf(max))
+            max = x[j];
+    return max;
+}
+
+/* Q6_K: q - 32 spans -32..31, so (as for Q4_0) each group of 16 wants the
+ * scale s = max / -32, which makes its extreme element exactly -32 steps.
+ * The int8 group scales span -128..127, so d = (the s of largest
+ * magnitude) / -128, and a group's scale is s / d rounded away from zero
+ * (then clamped): its step d * scale is never shorter than s (but for a
+ * scale clamped to 127, by at most 1/128), so |x / step| stays within 32
+ * and only an element of the extreme's opposite sign can clamp (q 64 ->
+ * 63), by one step.  Then q = round(x / step) + 32.
+ * ggml's quantizer differs: it searches several candidate scales per group
+ * for the least weighted square error (make_qx_quants) and rounds the
+ * group scales to nearest, so its bytes differ from these; both decode by
+ * the same formula. */
+static void quantize_q6_k(const float *src, uint8_t *row, int64_t cols)
+{
+    for (int64_t b = 0; b < cols / HC_QK_K; b++) {
+        const float *x = src + b * HC_QK_K;
+        uint8_t *blk = row + b * HC_Q6_K_BLOCK_BYTES;
+        float s[HC_QK_K / 16];
+        for (int j = 0; j < HC_QK_K / 16; j++)
+            s[j] = signed_max(x + 16 * j, 16) / -32.0f;
+        const float smax = signed_max(s, HC_QK_K / 16);
+        /* (an all-zero block gets d = +0, not 0 / -128 = -0) */
+        const uint16_t dh = hc_ref_fp32_to_fp16(smax != 0.0f ? smax / -128.0f : 0.0f);
+        const float d = hc_ref_fp16_to_fp32(dh);
+        memset(blk, 0, HC_Q6_K_BLOCK_BYTES);
+        write_u16(blk + Q6K_D, dh);
+        for (int j = 0; j < HC_QK_K / 16; j++) {
+            const float r = d != 0.0f ? s[j] / d : 0.0f;
+            const float sc = fminf(fmaxf(copysignf(ceilf(fabsf(r)), r), -128.0f), 127.0f);
+            blk[Q6K_SCALES + j] = (uint8_t)(int8_t)sc;
+            const float step = d * sc;
+            for (int i = 16 * j; i < 16 * j + 16; i++) {
+                float q = step != 0.0f ? roundf(x[i] / step) + 32.0f : 32.0f;
+                q6_k_put(blk, i, (int)fminf(fmaxf(q, 0.0f), 63.0f));
+            }
+        }
+    }
+}
+
 void hc_ref_quantize_row(hc_type t, const float *src, void *row, int64_t cols)
 {
     switch (t) {
@@ -132,6 +223,9 @@ void hc_ref_quantize_row(hc_type t, const float *src, void *row, int64_t cols)
         break;
     case HC_TYPE_Q4_0:
         quantize_q4_0(src, row, cols);
+        break;
+    case HC_TYPE_Q6_K:
+        quantize_q6_k(src, row, cols);
         break;
     }
 }

@@ -264,6 +264,14 @@ static float weight_at(hc_type t, const unsigned char *row, int64_t c)
         memcpy(&h, b, sizeof h);
         return half_to_float(h) * (float)(q - 8);
     }
+    case HC_TYPE_Q6_K: { /* bit placement as plugin.h documents it */
+        const unsigned char *b = row + (c / HC_QK_K) * HC_Q6_K_BLOCK_BYTES;
+        int i = (int)(c % HC_QK_K), hf = i / 128, g = i % 128 / 32, l = i % 32;
+        int lo = b[64 * hf + 32 * (g & 1) + l] >> (g < 2 ? 0 : 4) & 0x0f;
+        int hi = b[128 + 32 * hf + l] >> (2 * g) & 3;
+        memcpy(&h, b + 208, sizeof h);
+        return half_to_float(h) * (float)(int8_t)b[192 + i / 16] * (float)((lo | hi << 4) - 32);
+    }
     }
     return 0.0f;
 }
@@ -277,7 +285,7 @@ static hc_status check_args(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
 {
     hc_plugin_ctx *ctx = s->dev->ctx;
     if (wtype != HC_TYPE_F32 && wtype != HC_TYPE_F16 && wtype != HC_TYPE_Q8_0 &&
-        wtype != HC_TYPE_Q4_0)
+        wtype != HC_TYPE_Q4_0 && wtype != HC_TYPE_Q6_K)
         return fail(ctx, HC_E_UNSUPPORTED, "example: weight type %d not supported", (int)wtype);
     if (rows < 0 || cols < 0 || n < 0 || rows > (1 << 24) || cols > (1 << 24) || n > (1 << 20))
         return fail(ctx, HC_E_INVALID, "example: bad shape %lld x %lld, n %lld", (long long)rows,

@@ -28,7 +28,7 @@
  *    GGUF's layouts: a weight with `rows` rows of `cols` elements is `rows`
  *    consecutive rows of hc_type_row_size(type, cols) bytes each (ggml's ne0
  *    = cols is the contiguous dimension).  For quantized types cols is a
- *    multiple of the block size (32).
+ *    multiple of the block size (32; 256 for Q6_K).
  *  - Row lists are int32 arrays in a device buffer, each entry in [0, rows).
  *  - Ops on one stream execute in order.  Host memory passed to upload must
  *    stay valid, and host memory passed to download is only valid, after
@@ -72,16 +72,27 @@ typedef enum hc_type {
     HC_TYPE_F32 = 0,
     HC_TYPE_F16 = 1,
     HC_TYPE_Q4_0 = 2, /* blocks of 32: fp16 d, 16 bytes of nibbles; x = d*(q-8) */
-    HC_TYPE_Q8_0 = 8  /* blocks of 32: fp16 d, 32 int8;               x = d*q     */
+    HC_TYPE_Q8_0 = 8, /* blocks of 32: fp16 d, 32 int8;               x = d*q     */
+    HC_TYPE_Q6_K = 14 /* blocks of 256 (below); x = d*scale[i/16]*(q-32)           */
 } hc_type;
 
 #define HC_QK4_0 32
 #define HC_QK8_0 32
-#define HC_Q4_0_BLOCK_BYTES 18 /* 2 + 32/2 */
-#define HC_Q8_0_BLOCK_BYTES 34 /* 2 + 32   */
+#define HC_QK_K 256
+#define HC_Q4_0_BLOCK_BYTES 18  /* 2 + 32/2 */
+#define HC_Q8_0_BLOCK_BYTES 34  /* 2 + 32   */
+#define HC_Q6_K_BLOCK_BYTES 210 /* 128 + 64 + 16 + 2 */
 
 /* Q4_0 nibble order (GGUF): byte j of a block holds element j in its low
- * nibble and element j+16 in its high nibble. */
+ * nibble and element j+16 in its high nibble.
+ *
+ * Q6_K (ggml's k-quant "super-block" of 256 elements, 210 bytes, in this
+ * order): ql[128] the low 4 bits of each q, qh[64] the high 2 bits,
+ * scales[16] int8, one per 16 consecutive elements, d fp16 (last, at byte
+ * 208).  q is 6 bits (0..63); element i has x = d * scales[i/16] * (q - 32).
+ * The bits of element i = 128*h + 32*g + l (h < 2, g < 4, l < 32) are in
+ *   ql[64*h + 32*(g & 1) + l]: the low nibble for g < 2, the high for g >= 2;
+ *   qh[32*h + l] >> (2*g) & 3: the high 2 bits. */
 
 /* Bytes of one row of `cols` elements; 0 if the type is unknown or cols is
  * not a multiple of the block size. */
@@ -94,11 +105,12 @@ static inline uint64_t hc_type_row_size(hc_type t, int64_t cols)
     case HC_TYPE_F16: return (uint64_t)cols * 2u;
     case HC_TYPE_Q4_0: return cols % HC_QK4_0 ? 0 : (uint64_t)(cols / HC_QK4_0) * HC_Q4_0_BLOCK_BYTES;
     case HC_TYPE_Q8_0: return cols % HC_QK8_0 ? 0 : (uint64_t)(cols / HC_QK8_0) * HC_Q8_0_BLOCK_BYTES;
+    case HC_TYPE_Q6_K: return cols % HC_QK_K ? 0 : (uint64_t)(cols / HC_QK_K) * HC_Q6_K_BLOCK_BYTES;
     }
     return 0;
 }
 
-/* "f32", "f16", "q4_0", "q8_0", or "?" for a type outside this ABI. */
+/* "f32", "f16", "q4_0", "q8_0", "q6_k", or "?" for a type outside this ABI. */
 static inline const char *hc_type_name(hc_type t)
 {
     switch (t) {
@@ -106,6 +118,7 @@ static inline const char *hc_type_name(hc_type t)
     case HC_TYPE_F16: return "f16";
     case HC_TYPE_Q4_0: return "q4_0";
     case HC_TYPE_Q8_0: return "q8_0";
+    case HC_TYPE_Q6_K: return "q6_k";
     }
     return "?";
 }

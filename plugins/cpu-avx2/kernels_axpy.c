@@ -409,6 +409,7 @@ static void axpy_group(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a
         case HC_TYPE_F16: axpy_one_f16(g, w, hs, a->y, b0, b1, pf); break;
         case HC_TYPE_Q8_0: axpy_one_q8(g, w, hs, a->y, b0, b1, pf); break;
         case HC_TYPE_Q4_0: axpy_one_q4(g, w, hs, a->y, b0, b1, pf); break;
+        case HC_TYPE_Q6_K: break; /* refused by hc_cpu_axpy_rows */
         }
     } else {
         switch (a->type) {
@@ -416,6 +417,7 @@ static void axpy_group(int g, const uint8_t *const *w, const hc_cpu_axpy_args *a
         case HC_TYPE_F16: axpy_many_f16(g, w, a, rr, b0, b1, pf); break;
         case HC_TYPE_Q8_0: axpy_many_q8(g, w, a, rr, b0, b1, pf); break;
         case HC_TYPE_Q4_0: axpy_many_q4(g, w, a, rr, b0, b1, pf); break;
+        case HC_TYPE_Q6_K: break; /* refused by hc_cpu_axpy_rows */
         }
     }
     if (b1 * 32 < c1)
@@ -446,6 +448,7 @@ static void axpy_token(hc_type type, int g, const uint8_t *const *w, const float
                 s += (float)(q - 8) * (hc_f16(blk) * hs[i]);
                 break;
             }
+            case HC_TYPE_Q6_K: break; /* refused by hc_cpu_axpy_rows */
             }
         }
         y[c] = s;

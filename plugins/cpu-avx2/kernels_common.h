@@ -110,6 +110,18 @@ typedef struct hc_xq4_pair {
  * vector from memory instead of broadcasting in a register, which would
  * load the shuffle port the sign extensions already use). */
 
+/* Quantized x for Q6_K weights, one record per 256-element super-block of
+ * a token: q = the 8 blocks of 32 quantized as for Q4_0 (element order),
+ * d = their scales, bsum[j] = the sum of q over elements 16j..16j+15 (the
+ * kernel multiplies unsigned 6-bit weights and adds their -32 offset back
+ * as -32 * scale[j] * bsum[j]).  320 bytes: records stay 32-aligned. */
+typedef struct hc_xq6_block {
+    int8_t q[256];
+    float d[8];
+    int16_t bsum[16];
+} hc_xq6_block;
+_Static_assert(sizeof(hc_xq6_block) == 320, "hc_xq6_block records must stay 32-aligned");
+
 #if defined(HC_CPU_KERNELS_AVX2)
 /* Horizontal sum in one fixed order. */
 HC_ALWAYS_INLINE float hc_hsum8(__m256 v)

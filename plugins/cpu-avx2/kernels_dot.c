@@ -204,6 +204,81 @@ HC_ALWAYS_INLINE void tile_q8(const int R, const int T, tile *tl, const hc_cpu_m
             a->y[(t0 + t) * a->rows + tl->out[r]] = hc_hsum8(acc[r][t]);
 }
 
+/* ---- Q6_K weights, x quantized to hc_xq6_block ----------------------------- */
+
+/* Block k (elements 32k..32k+31) of a Q6_K super-block, in element order:
+ * q = low nibbles | high 2 bits << 4, unsigned 0..63 (plugin.h's layout:
+ * k = 4h + g reads ql[64h + 32(g & 1) + l] and field g of qh[32h + l]). */
+HC_ALWAYS_INLINE __m256i q6_block(const uint8_t *blk, const int k)
+{
+    const int h = k / 4, g = k % 4;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x30);
+    __m256i lo = _mm256_loadu_si256((const __m256i *)(blk + 64 * h + 32 * (g & 1)));
+    __m256i hi = _mm256_loadu_si256((const __m256i *)(blk + 128 + 32 * h));
+    lo = g < 2 ? _mm256_and_si256(lo, m4) : _mm256_and_si256(_mm256_srli_epi16(lo, 4), m4);
+    /* Field g to bits 4-5 of its byte; 16-bit shifts move nothing across a
+     * byte that the mask keeps. */
+    hi = g < 2 ? _mm256_slli_epi16(hi, 4 - 2 * g) : _mm256_srli_epi16(hi, 2 * g - 4);
+    return _mm256_or_si256(lo, _mm256_and_si256(hi, m2));
+}
+
+/* The int16 scales of block k: scales[2k] for its first 16 elements, then
+ * scales[2k + 1]. */
+HC_ALWAYS_INLINE __m256i q6_scales(__m128i sc8, const int k)
+{
+    const __m128i pick = _mm_add_epi8(_mm_set1_epi8((char)(2 * k)),
+                                      _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, pick));
+}
+
+/* Per super-block and (row, token): each block of 32 adds
+ * float(sum q * xq * scale) * (d * dx) to the accumulator, then the -32
+ * offset is taken back for all 8 blocks at once: int32 lane k holds
+ * scale[2k] bsum[2k] + scale[2k+1] bsum[2k+1], times 32 (exact: below 2^24)
+ * and d * dx_k.  The integer sums are exact (|q xq| pairs <= 16002 fit
+ * maddubs' int16, times |scale| <= 128 in int32). */
+HC_ALWAYS_INLINE void tile_q6(const int R, const int T, tile *tl, const hc_cpu_mm_args *a,
+                              int64_t t0)
+{
+    const int64_t nsb = a->cols / 256;
+    const hc_xq6_block *x[4];
+    __m256 acc[8][4];
+
+    for (int t = 0; t < T; t++)
+        x[t] = (const hc_xq6_block *)(a->xq + (size_t)(t0 + t) * a->xq_stride);
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++)
+            acc[r][t] = _mm256_setzero_ps();
+    for (int64_t s = 0; s < nsb; s++) {
+        const size_t off = (size_t)s * HC_Q6_K_BLOCK_BYTES;
+        hc_prefetch_lines(&tl->pf, off, HC_Q6_K_BLOCK_BYTES);
+        HC_UNROLL for (int r = 0; r < R; r++) {
+            const uint8_t *blk = tl->w[r] + off;
+            const __m128i sc8 = _mm_loadu_si128((const __m128i *)(blk + 192));
+            const __m256 dw = _mm256_set1_ps(hc_f16(blk + 208));
+            HC_UNROLL for (int k = 0; k < 8; k++) {
+                const __m256i q = q6_block(blk, k), sc = q6_scales(sc8, k);
+                HC_UNROLL for (int t = 0; t < T; t++) {
+                    const __m256i xq = _mm256_load_si256((const __m256i *)(x[t][s].q + 32 * k));
+                    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xq), sc);
+                    const __m256 d = _mm256_mul_ps(dw, _mm256_broadcast_ss(&x[t][s].d[k]));
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, acc[r][t]);
+                }
+            }
+            const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+            HC_UNROLL for (int t = 0; t < T; t++) {
+                const __m256i bs = _mm256_load_si256((const __m256i *)x[t][s].bsum);
+                const __m256i c = _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5);
+                const __m256 d = _mm256_mul_ps(dw, _mm256_load_ps(x[t][s].d));
+                acc[r][t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(c), d, acc[r][t]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++)
+            a->y[(t0 + t) * a->rows + tl->out[r]] = hc_hsum8(acc[r][t]);
+}
+
 #else /* generic: plain C, one row and one token at a time ------------------ */
 
 static float dot_generic(hc_type type, const uint8_t *row, const float *x, int64_t cols)
@@ -249,6 +324,26 @@ static float dot_generic(hc_type type, const uint8_t *row, const float *x, int64
             s[b & 3] += hc_f16(blk) * bs;
         }
         break;
+    case HC_TYPE_Q6_K:
+        /* Element 128h + 32g + l: ql[64h + 32(g & 1) + l]'s nibble (low for
+         * g < 2), field g of qh[32h + l] (plugin.h). */
+        for (int64_t b = 0; b < cols / 256; b++) {
+            const uint8_t *blk = row + b * HC_Q6_K_BLOCK_BYTES;
+            const float *xb = x + b * 256;
+            float bs = 0;
+            for (int j = 0; j < 16; j++) {
+                float gs = 0;
+                for (int i = 16 * j; i < 16 * j + 16; i++) {
+                    const int h = i / 128, g = i % 128 / 32, l = i % 32;
+                    const int lo = blk[64 * h + 32 * (g & 1) + l] >> (g < 2 ? 0 : 4) & 0x0f;
+                    const int hi = blk[128 + 32 * h + l] >> (2 * g) & 3;
+                    gs += (float)((lo | hi << 4) - 32) * xb[i];
+                }
+                bs += (float)(int8_t)blk[192 + j] * gs;
+            }
+            s[b & 3] += hc_f16(blk + 208) * bs;
+        }
+        break;
     }
     return (s[0] + s[1]) + (s[2] + s[3]);
 }
@@ -270,10 +365,12 @@ static float dot_generic(hc_type type, const uint8_t *row, const float *x, int64
 #define BODY_F16(R, T) tile_float(HC_TYPE_F16, R, T, tl, a, t0)
 #define BODY_Q4(R, T) tile_q4(R, T, tl, a, t0)
 #define BODY_Q8(R, T) tile_q8(R, T, tl, a, t0)
+#define BODY_Q6(R, T) tile_q6(R, T, tl, a, t0)
 TILE_FNS(f32, BODY_F32)
 TILE_FNS(f16, BODY_F16)
 TILE_FNS(q4, BODY_Q4)
 TILE_FNS(q8, BODY_Q8)
+TILE_FNS(q6, BODY_Q6)
 TILE_FN_8X1(f32, BODY_F32)
 TILE_FN_8X1(f16, BODY_F16)
 
@@ -282,13 +379,18 @@ typedef void (*tile_fn)(tile *, const hc_cpu_mm_args *, int64_t);
  * integer kernels need more registers per row) */
 static tile_fn pick(hc_type t, int shape)
 {
-    static const tile_fn tab[4][7] = {
+    static const tile_fn tab[5][7] = {
         {f32_4x1, f32_1x1, f32_1x2, f32_1x3, f32_1x4, f32_2x4, f32_8x1},
         {f16_4x1, f16_1x1, f16_1x2, f16_1x3, f16_1x4, f16_2x4, f16_8x1},
         {q4_4x1, q4_1x1, q4_1x2, q4_1x3, q4_1x4, q4_2x4, q4_4x1},
         {q8_4x1, q8_1x1, q8_1x2, q8_1x3, q8_1x4, q8_2x4, q8_4x1},
+        {q6_4x1, q6_1x1, q6_1x2, q6_1x3, q6_1x4, q6_2x4, q6_4x1},
     };
-    int ti = t == HC_TYPE_F32 ? 0 : t == HC_TYPE_F16 ? 1 : t == HC_TYPE_Q4_0 ? 2 : 3;
+    int ti = t == HC_TYPE_F32    ? 0
+             : t == HC_TYPE_F16  ? 1
+             : t == HC_TYPE_Q4_0 ? 2
+             : t == HC_TYPE_Q8_0 ? 3
+                                 : 4;
     return tab[ti][shape];
 }
 #endif
@@ -306,7 +408,8 @@ static void mm_rows(const hc_cpu_mm_args *a, int64_t k0, int64_t k1)
      * it behind (the 8-bit kernels) or rows are too short for the hardware
      * prefetcher to find the stream; float rows of 2 KiB and more stream
      * faster without it. */
-    const int prefetch = a->type == HC_TYPE_Q4_0 || a->type == HC_TYPE_Q8_0 || a->row_bytes < 2048;
+    const int prefetch = a->type == HC_TYPE_Q4_0 || a->type == HC_TYPE_Q8_0 ||
+                         a->type == HC_TYPE_Q6_K || a->row_bytes < 2048;
     const int wide = a->type == HC_TYPE_F32 || a->type == HC_TYPE_F16 ? 8 : 4;
     int64_t ahead = ((int64_t)PF_BYTES + (int64_t)a->row_bytes - 1) / (int64_t)a->row_bytes;
     ahead = ahead > PF_TILES * wide ? ahead : PF_TILES * wide;

@@ -1,10 +1,10 @@
 /*
  * fp16 decoding and the per-call quantization of x.
  *
- * Q4_0 and Q8_0 weights are multiplied by x quantized in blocks of 32 (one
- * float scale per block; 8 bits for Q4_0's maddubs, 16 bits for Q8_0's
- * madd), so the inner loop is integer multiply-adds instead of converting
- * every weight to float.
+ * Q4_0, Q8_0 and Q6_K weights are multiplied by x quantized in blocks of 32
+ * (one float scale per block; 8 bits for Q4_0's and Q6_K's maddubs, 16 bits
+ * for Q8_0's madd), so the inner loop is integer multiply-adds instead of
+ * converting every weight to float.
  * Each block of x is quantized by exactly one thread in a fixed way, so the
  * result is the same for any thread count.  The generic build multiplies
  * dequantized weights with float x and quantizes nothing.
@@ -53,6 +53,8 @@ size_t hc_cpu_xq_bytes(hc_type t, int64_t cols)
         return (nb + 1) / 2 * sizeof(hc_xq4_pair);
     if (t == HC_TYPE_Q8_0)
         return nb * 64 + nb * 32;
+    if (t == HC_TYPE_Q6_K)
+        return (size_t)cols / 256 * sizeof(hc_xq6_block);
 #else
     (void)t;
     (void)cols;
@@ -107,6 +109,24 @@ static void quantize_q4_token(const float *x, int64_t cols, hc_xq4_pair *out)
     }
 }
 
+/* Q6_K: each block of 32 as for Q4_0, and the sums of 16 the kernel's
+ * offset correction needs (exact: at most 16 * 127 in magnitude). */
+static void quantize_q6_token(const float *x, int64_t cols, hc_xq6_block *out)
+{
+    for (int64_t s = 0; s < cols / 256; s++) {
+        hc_xq6_block *r = &out[s];
+        for (int b = 0; b < 8; b++)
+            _mm256_store_si256((__m256i *)(r->q + 32 * b),
+                               quantize_block(x + s * 256 + 32 * b, &r->d[b]));
+        for (int j = 0; j < 16; j++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++)
+                sum += r->q[16 * j + i];
+            r->bsum[j] = (int16_t)sum;
+        }
+    }
+}
+
 /* Q8_0 weights are sign-extended to int16 in the kernel anyway, so x can
  * keep 16 bits at no cost: q = round(x * 32767 / amax).  madd sums stay
  * below 2 * 128 * 32767 per pair, far inside int32. */
@@ -150,6 +170,8 @@ void hc_cpu_quant_task(void *args, int ith, int nth)
             quantize_q4_token(x, a->cols, (hc_xq4_pair *)xq);
         else if (a->type == HC_TYPE_Q8_0)
             quantize_q8_token(x, a->cols, xq);
+        else if (a->type == HC_TYPE_Q6_K)
+            quantize_q6_token(x, a->cols, (hc_xq6_block *)xq);
 #else
         (void)t;
 #endif

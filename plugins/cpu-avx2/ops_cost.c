@@ -28,6 +28,7 @@ static double mac_rate(hc_type t)
     case HC_TYPE_F16: return 20e9;
     case HC_TYPE_Q8_0: return 28e9;
     case HC_TYPE_Q4_0: return 34e9;
+    case HC_TYPE_Q6_K: return 24e9;
     }
     return 0;
 #else
@@ -36,6 +37,7 @@ static double mac_rate(hc_type t)
     case HC_TYPE_F16: return 2.5e9;
     case HC_TYPE_Q8_0:
     case HC_TYPE_Q4_0: return 2e9;
+    case HC_TYPE_Q6_K: return 1e9;
     }
     return 0;
 #endif
@@ -56,7 +58,8 @@ double hc_cpu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64
     case HC_OP_AXPY_ROWS: {
         uint64_t rb = hc_type_row_size(wtype, cols);
         double rate = mac_rate(wtype);
-        if (rate == 0 || (rb == 0 && cols > 0))
+        if (rate == 0 || (rb == 0 && cols > 0) ||
+            (op == HC_OP_AXPY_ROWS && wtype == HC_TYPE_Q6_K)) /* no kernel */
             return -1.0;
         double bytes = (double)rows * (double)rb + tok * ((double)rows + cols) * 4;
         double t_mem = bytes / bw, t_mac = elems * tok / (rate * nt);

@@ -13,7 +13,8 @@ typedef long long ll;
 
 static int type_known(hc_type t)
 {
-    return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q4_0 || t == HC_TYPE_Q8_0;
+    return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q4_0 || t == HC_TYPE_Q8_0 ||
+           t == HC_TYPE_Q6_K;
 }
 
 static uint64_t weight_align(hc_type t)
@@ -29,14 +30,15 @@ static hc_status check_weights(hc_plugin_ctx *ctx, const char *op, hc_type t, hc
 
     if (!type_known(t))
         return hc_cpu_fail(ctx, HC_E_UNSUPPORTED,
-                           "%s: weight type %d is not supported (F32, F16, Q4_0, Q8_0)", op, (int)t);
+                           "%s: weight type %d is not supported (F32, F16, Q4_0, Q8_0, Q6_K)", op,
+                           (int)t);
     if (rows < 0 || cols < 0)
         return hc_cpu_fail(ctx, HC_E_INVALID, "%s: negative shape %lld x %lld", op, (ll)rows,
                            (ll)cols);
     *row_bytes = hc_type_row_size(t, cols);
     if (*row_bytes == 0 && cols > 0)
-        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: cols %lld is not a multiple of 32 for type %d",
-                           op, (ll)cols, (int)t);
+        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: cols %lld is not a multiple of %d for type %d",
+                           op, (ll)cols, t == HC_TYPE_Q6_K ? HC_QK_K : 32, (int)t);
     if (!hc_cpu_mul3((uint64_t)rows, *row_bytes, 1, &bytes))
         return hc_cpu_fail(ctx, HC_E_INVALID, "%s: w: %lld rows of %llu bytes overflow", op,
                            (ll)rows, (unsigned long long)*row_bytes);
@@ -266,6 +268,10 @@ hc_status hc_cpu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
 
     if (st != HC_OK)
         return st;
+    /* Q6_K is an output-head type: the core never sums its rows (it refuses
+     * a Q6_K ffn_down_t at load). */
+    if (wtype == HC_TYPE_Q6_K)
+        return hc_cpu_fail(ctx, HC_E_UNSUPPORTED, "%s: weight type Q6_K has no axpy kernel", op);
     st = check_weights(ctx, op, wtype, wt, rows, cols, &row_bytes, &wp);
     if (st != HC_OK)
         return st;

@@ -198,6 +198,15 @@ static void fill_matrix(hc_type t, uint8_t *m, uint64_t bytes, uint64_t *seed)
         }
         break;
     }
+    case HC_TYPE_Q6_K:
+        /* Any bits are valid quants and scales; d (the last 2 bytes) finite. */
+        for (; i + HC_Q6_K_BLOCK_BYTES <= bytes; i += HC_Q6_K_BLOCK_BYTES) {
+            uint16_t d = rng_half(seed);
+            for (uint64_t j = 0; j < HC_Q6_K_BLOCK_BYTES - 2; j++)
+                m[i + j] = (uint8_t)rng_next(seed);
+            memcpy(m + i + HC_Q6_K_BLOCK_BYTES - 2, &d, 2);
+        }
+        break;
     }
 }
 
