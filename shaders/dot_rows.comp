@@ -4,8 +4,8 @@
  *
  * One workgroup per output row r (matmul: every row of the dispatch's range;
  * matvec_rows: the row of one list entry).  Invocation i takes columns (or,
- * for quantized types, 32-element blocks) i, i + WG, i + 2 WG, ... in that
- * order, for up to TILE tokens at once; workgroup_sum then adds the partial
+ * for quantized types, 32-element blocks; Q6_K: 16-element groups) i,
+ * i + WG, i + 2 WG, ... in that order, for up to TILE tokens at once; workgroup_sum then adds the partial
  * sums in a fixed tree.  Every y element is written by one invocation, once:
  * the result does not depend on scheduling, and rows not served by this
  * dispatch (or not listed) are never touched.
@@ -71,6 +71,33 @@ void row_partial(uint win, uint base, uint t0, uint tn, inout float acc[TILE])
         float d = load_half_unaligned(win, blk);
         [[unroll]] for (uint j = 0u; j < TILE; j++)
             acc[j] += d * s[j];
+    }
+#elif defined(HC_WTYPE_Q6_K)
+    /* Work unit: a group of 16 elements (one int8 scale).  Group gi is
+     * group j = gi & 15 of super-block gi >> 4: elements 16 j .. 16 j + 15,
+     * i.e. half h = j >> 3, quarter g = (j >> 1) & 3, columns l from
+     * 16 (j & 1) (bit placement in plugin.h). */
+    uint ng = p.cols >> 4;
+    for (uint gi = tid; gi < ng; gi += WG) {
+        uint blk = base + (gi >> 4) * 210u, j = gi & 15u;
+        uint h = j >> 3, g = (j >> 1) & 3u, l0 = (j & 1u) * 16u;
+        uint ql = blk + 64u * h + 32u * (g & 1u) + l0, qh = blk + 128u + 32u * h + l0;
+        uint lo_shift = g < 2u ? 0u : 4u, hi_shift = 2u * g;
+        uint xc = xb + gi * 16u;
+        float s[TILE];
+        [[unroll]] for (uint t = 0u; t < TILE; t++)
+            s[t] = 0.0;
+        for (uint i = 0u; i < 16u; i++) {
+            uint q = ((load_u8(win, ql + i) >> lo_shift) & 15u) |
+                     (((load_u8(win, qh + i) >> hi_shift) & 3u) << 4);
+            float w = float(int(q) - 32);
+            [[unroll]] for (uint t = 0u; t < TILE; t++)
+                if (t < tn)
+                    s[t] += w * x[xc + t * p.cols + i];
+        }
+        float ds = load_half_unaligned(win, blk + 208u) * float(load_i8(win, blk + 192u + j));
+        [[unroll]] for (uint t = 0u; t < TILE; t++)
+            acc[t] += ds * s[t];
     }
 #endif
 }

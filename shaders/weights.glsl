@@ -5,8 +5,8 @@
  * they are cut out of 32-bit words, which every device can read.
  *
  * Addresses: F32 elements are 4-aligned and F16 elements 2-aligned (the
- * plugin checks the weight offset); quantized blocks (34 or 18 bytes) may
- * start at any byte, so their fp16 scale is assembled from two bytes.
+ * plugin checks the weight offset); quantized blocks (34, 18 or 210 bytes)
+ * may start at any byte, so their fp16 scale is assembled from two bytes.
  */
 layout(std430, set = 0, binding = 0) readonly buffer WeightsU32 { uint v[]; } w_u32[HC_WINDOWS];
 layout(std430, set = 0, binding = 0) readonly buffer WeightsF32 { float v[]; } w_f32[HC_WINDOWS];
@@ -84,6 +84,14 @@ float load_weight(uint win, uint base, uint c)
     uint b = load_u8(win, blk + 2u + (j & 15u));
     int q = int(j < 16u ? (b & 15u) : (b >> 4)) - 8;
     return load_half_unaligned(win, blk) * float(q);
+#elif defined(HC_WTYPE_Q6_K)
+    /* element i = 128 h + 32 g + l of a super-block (plugin.h) */
+    uint blk = base + (c >> 8) * 210u;
+    uint i = c & 255u, h = i >> 7, g = (i >> 5) & 3u, l = i & 31u;
+    uint lo = (load_u8(win, blk + 64u * h + 32u * (g & 1u) + l) >> (g < 2u ? 0u : 4u)) & 15u;
+    uint hi = (load_u8(win, blk + 128u + 32u * h + l) >> (2u * g)) & 3u;
+    return load_half_unaligned(win, blk + 208u) * float(load_i8(win, blk + 192u + (i >> 4))) *
+           float(int(lo | (hi << 4)) - 32);
 #else
 #error "no weight type defined"
 #endif

@@ -63,10 +63,11 @@
  *        plugin that rounds activations to half (relative 2^-11 per element:
  *        NMSE ~ 1e-7): bound 1e-6.  Half-precision accumulation over long
  *        rows (error ~ sqrt(N) * 2^-11) fails it, on purpose.
- *  Q8_0, Q4_0  a plugin may quantize activations to 8 bits per 32-block
- *        (as ggml does for these dots): step amax/127 with amax ~ 1.7-2.5
- *        sigma gives a relative error variance ~ (2.5/127)^2 / 12 = 3e-5.
- *        Bound 5e-4 (15x margin); max error 0.1 RMS (~15 sigma).
+ *  Q8_0, Q4_0, Q6_K  a plugin may quantize activations to 8 bits per
+ *        32-block (as ggml does for these dots; for Q6_K ggml uses one
+ *        scale per 256, the CPU plugin per 32): step amax/127 with amax ~
+ *        1.7-2.5 sigma gives a relative error variance ~ (2.5/127)^2 / 12 =
+ *        3e-5.  Bound 5e-4 (15x margin); max error 0.1 RMS (~15 sigma).
  *
  * Layer ops are F32 only: element-wise ops and rmsnorm are a few roundings
  * (NMSE ~ 1e-14): bound 1e-10.  Attention sums up to ~2000 softmax-weighted
@@ -94,7 +95,9 @@ static const conf_bound BOUND_ELEMENTWISE = {1e-10, 1e-4};
 static const conf_bound BOUND_ATTENTION = {1e-8, 1e-3};
 static const conf_bound BOUND_ROPE = {1e-5, 1e-2};
 
-static const hc_type ALL_TYPES[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0};
+static const hc_type ALL_TYPES[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0,
+                                    HC_TYPE_Q6_K};
+#define N_TYPES ((int)(sizeof ALL_TYPES / sizeof ALL_TYPES[0]))
 
 static const char *type_name(hc_type t)
 {
@@ -115,13 +118,13 @@ static int type_fits(hc_type t, int64_t cols)
 
 /* ---- worst NMSE seen, per weight type and for the layer ops ------------- */
 
-enum { WORST_LAYER = 4, WORST_N = 5 };
+enum { WORST_LAYER = 5, WORST_N = 6 };
 static double g_worst[WORST_N];
 static char g_worst_what[WORST_N][384];
 
 static int worst_slot(hc_type t)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < N_TYPES; i++)
         if (ALL_TYPES[i] == t)
             return i;
     return WORST_LAYER;
@@ -545,14 +548,15 @@ static const int64_t NS_MID[] = {1, 3, 17, 64, 0};
 static const int64_t NS_ONE[] = {1, 0};
 static const int64_t NS_ONE_17[] = {1, 17, 0};
 
-/* Odd shapes (F32/F16 only where cols is not a multiple of 32), the test
- * models' shapes (stories260K: dim 64, ffn 172, vocab 512), a batch path,
- * and 7B-sized rows. */
+/* Odd shapes (F32/F16 only where cols is not a multiple of 32; Q6_K needs
+ * multiples of 256), the test models' shapes (stories260K: dim 64, ffn
+ * 172, vocab 512; the Q6_K-head model of test_golden: vocab 512 x 256), a
+ * batch path, and 7B-sized rows. */
 static const conf_shape MATMUL_SHAPES[] = {
     {7, 33, NS_SMALL},    {1, 1, NS_SMALL},     {5, 3, NS_SMALL},     {7, 64, NS_SMALL},
     {13, 96, NS_SMALL},   {3, 32, NS_SMALL},    {172, 64, NS_SMALL},  {64, 172, NS_SMALL},
-    {512, 64, NS_SMALL},  {64, 192, NS_SMALL},  {256, 512, NS_MID},   {4096, 4096, NS_ONE_17},
-    {4096, 11008, NS_ONE}, {11008, 4096, NS_ONE},
+    {512, 64, NS_SMALL},  {64, 192, NS_SMALL},  {256, 512, NS_MID},   {512, 256, NS_SMALL},
+    {5, 768, NS_SMALL},   {4096, 4096, NS_ONE_17}, {4096, 11008, NS_ONE}, {11008, 4096, NS_ONE},
 };
 
 static void shape_name(char *buf, size_t len, hc_type t, int64_t rows, int64_t cols, int64_t n,
@@ -610,7 +614,7 @@ START_TEST(test_matmul)
     g_fail = 0;
     for (size_t si = 0; si < sizeof MATMUL_SHAPES / sizeof MATMUL_SHAPES[0]; si++) {
         const conf_shape *sh = &MATMUL_SHAPES[si];
-        for (size_t ti = 0; ti < 4; ti++) {
+        for (int ti = 0; ti < N_TYPES; ti++) {
             hc_type t = ALL_TYPES[ti];
             if (!type_fits(t, sh->cols))
                 continue;
@@ -831,6 +835,21 @@ static void axpy_rows_case(conf_dev *d, hc_type t, dbuf *w, const void *wq, int6
     double cost = query_cost(d, HC_OP_AXPY_ROWS, t, rows, cols, n);
     hc_status s = d->ops->axpy_rows(d->st, t, dref(w), rows, cols, dref(&h), n, dref(&di),
                                     n_idx, dref(&y));
+    /* Q6_K is an output-head type: a plugin may lack its axpy (ours do,
+     * and the core refuses a Q6_K down_t), the CPU plugin included, but
+     * then op_cost must say so and y must stay as it was. */
+    if (t == HC_TYPE_Q6_K && s == HC_E_UNSUPPORTED) {
+        CONF_CALL(d, d->ops->stream_sync(d->st));
+        if (cost >= 0)
+            conf_fail(d, "axpy_rows %s: refused, but op_cost said %g", what, cost);
+        else if (dbuf_get(&y, hy, 0, ny * 4) == 0 && dbuf_guards_ok(&y, what, "y") &&
+                 memcmp(hy, pre, ny * sizeof(float)) != 0)
+            conf_fail(d, "axpy_rows %s: refused, but y changed", what);
+        else if (lk == LIST_EMPTY || lk == LIST_P5)
+            printf("conf %-28s %-11s %-44s unsupported (op_cost agrees, y untouched)\n",
+                   d->name, "axpy_rows", what);
+        goto out;
+    }
     if (!op_accepted(d, s, cost, what))
         goto out;
     CONF_CALL(d, d->ops->stream_sync(d->st));
@@ -879,7 +898,7 @@ static void run_sparse(conf_dev *d, sparse_case_fn fn, const char *op)
 {
     for (size_t si = 0; si < sizeof SPARSE_SHAPES / sizeof SPARSE_SHAPES[0]; si++) {
         const sparse_shape *sh = &SPARSE_SHAPES[si];
-        for (size_t ti = 0; ti < 4; ti++) {
+        for (int ti = 0; ti < N_TYPES; ti++) {
             hc_type t = ALL_TYPES[ti];
             if (!type_fits(t, sh->cols))
                 continue;
@@ -1061,7 +1080,7 @@ START_TEST(test_matmul_batch)
      * lists), an empty list and a one-row product among others, a batch
      * longer than a plugin may take in one piece, and types that quantize
      * x differently in one batch. */
-    for (size_t ti = 0; ti < 4; ti++) {
+    for (int ti = 0; ti < N_TYPES; ti++) {
         const hc_type t = ALL_TYPES[ti];
         const hc_type t3[3] = {t, t, t}, t5[5] = {t, t, t, t, t};
         const int64_t qkv[3] = {256, 64, 64}, gu[2] = {688, 688}, odd[5] = {13, 7, 1, 96, 5};
@@ -1070,7 +1089,8 @@ START_TEST(test_matmul_batch)
         for (int64_t n = 1; n <= 3; n += 2) {
             batch_case(d, t3, qkv, all3, 3, 256, n, 500 + ti + 10 * (uint64_t)n);
             batch_case(d, t3, gu, lists2, 2, 256, n, 600 + ti + 10 * (uint64_t)n);
-            batch_case(d, t5, odd, mix5, 5, 96, n, 700 + ti + 10 * (uint64_t)n);
+            if (type_fits(t, 96))
+                batch_case(d, t5, odd, mix5, 5, 96, n, 700 + ti + 10 * (uint64_t)n);
         }
     }
     const hc_type mixed[4] = {HC_TYPE_Q4_0, HC_TYPE_Q8_0, HC_TYPE_F16, HC_TYPE_F32};
@@ -1078,6 +1098,12 @@ START_TEST(test_matmul_batch)
     const int mlists[4] = {-1, LIST_P50, -1, LIST_FIRST};
     batch_case(d, mixed, mrows, mlists, 4, 128, 1, 800);
     batch_case(d, mixed, mrows, mlists, 4, 128, 3, 801);
+    /* Q6_K beside the types whose x it quantizes differently (Q4_0 shares
+     * the 8-bit blocks but not the layout). */
+    const hc_type mixed6[4] = {HC_TYPE_Q6_K, HC_TYPE_Q4_0, HC_TYPE_Q6_K, HC_TYPE_F32};
+    const int mlists6[4] = {-1, LIST_P50, LIST_UNSORTED, -1};
+    batch_case(d, mixed6, mrows, mlists6, 4, 256, 1, 802);
+    batch_case(d, mixed6, mrows, mlists6, 4, 256, 3, 803);
 
     /* Two products writing the same y: refused. */
     {
@@ -1677,6 +1703,9 @@ START_TEST(test_bad_refs)
     expect_refused(d, d->ops->matmul(d->st, HC_TYPE_Q8_0, dref(&w), rows, 48, dref(&x), 1,
                                      dref(&y)),
                    "matmul, Q8_0 with cols 48");
+    expect_refused(d, d->ops->matmul(d->st, HC_TYPE_Q6_K, dref(&w), 1, 64, dref(&x), 1,
+                                     dref(&y)),
+                   "matmul, Q6_K with cols 64");
     expect_refused(d, d->ops->matvec_rows(d->st, HC_TYPE_F32, dref(&w), rows, cols, dref(&x), 1,
                                           idx_tail, 2, dref(&y)),
                    "matvec_rows, idx running past the end");
@@ -1738,12 +1767,16 @@ START_TEST(test_determinism)
 {
     conf_dev *d = &g_dev[_i];
     const int64_t rows = 1024, cols = 512, n = 3;
-    dbuf w = {0}, x = {0}, y = {0}, h = {0}, ya = {0}, di = {0};
-    uint64_t wbytes;
+    /* Results compared: Q4_0 matmul (n x rows), Q4_0 axpy (n x cols), Q6_K
+     * matmul (n x rows), Q6_K matvec_rows of one token (rows). */
+    const size_t n_out = (size_t)(n * rows + n * cols + n * rows + rows);
+    dbuf w = {0}, w6 = {0}, x = {0}, y = {0}, h = {0}, ya = {0}, y6 = {0}, y61 = {0}, di = {0};
+    uint64_t wbytes, w6bytes;
     void *wq = make_weights(HC_TYPE_Q4_0, rows, cols, 6, &wbytes);
+    void *wq6 = make_weights(HC_TYPE_Q6_K, rows, cols, 7, &w6bytes);
     float *hx = xmalloc((size_t)(n * cols) * 4), *hh = xmalloc((size_t)(n * rows) * 4);
-    float *first = xmalloc((size_t)(n * (rows + cols)) * 4);
-    float *now = xmalloc((size_t)(n * (rows + cols)) * 4);
+    float *first = xmalloc(n_out * 4);
+    float *now = xmalloc(n_out * 4);
     int32_t *idx = xmalloc((size_t)rows * 4);
     int64_t n_idx = make_list(LIST_UNSORTED, rows, 8, idx);
     conf_rng r = rng_seed(8);
@@ -1752,44 +1785,59 @@ START_TEST(test_determinism)
     g_fail = 0;
     fill_uniform(&r, hx, (size_t)(n * cols), 1.0f);
     fill_uniform(&r, hh, (size_t)(n * rows), 1.0f);
-    if (dbuf_new(d, &w, wbytes, wq) != 0 || dbuf_new(d, &x, (uint64_t)(n * cols) * 4, hx) != 0 ||
+    if (dbuf_new(d, &w, wbytes, wq) != 0 || dbuf_new(d, &w6, w6bytes, wq6) != 0 ||
+        dbuf_new(d, &x, (uint64_t)(n * cols) * 4, hx) != 0 ||
         dbuf_new(d, &y, (uint64_t)(n * rows) * 4, NULL) != 0 ||
         dbuf_new(d, &h, (uint64_t)(n * rows) * 4, hh) != 0 ||
         dbuf_new(d, &ya, (uint64_t)(n * cols) * 4, NULL) != 0 ||
+        dbuf_new(d, &y6, (uint64_t)(n * rows) * 4, NULL) != 0 ||
+        dbuf_new(d, &y61, (uint64_t)rows * 4, NULL) != 0 ||
         dbuf_new(d, &di, (uint64_t)n_idx * 4, idx) != 0)
         goto out;
     for (int run = 0; run < n_runs; run++) {
         if (HC_OPS_HAS(d->ops, set_threads))
             CONF_CALL(d, d->ops->set_threads(d->be->ctx, threads[run]));
-        memset(now, 0, (size_t)(n * (rows + cols)) * 4);
-        if (dbuf_put(&ya, 0, now, (uint64_t)(n * cols) * 4) != 0)
+        memset(now, 0, n_out * 4);
+        if (dbuf_put(&ya, 0, now, (uint64_t)(n * cols) * 4) != 0 ||
+            dbuf_put(&y61, 0, now, (uint64_t)rows * 4) != 0)
             goto out;
         CONF_CALL(d, d->ops->matmul(d->st, HC_TYPE_Q4_0, dref(&w), rows, cols, dref(&x), n,
                                     dref(&y)));
         CONF_CALL(d, d->ops->axpy_rows(d->st, HC_TYPE_Q4_0, dref(&w), rows, cols, dref(&h), n,
                                        dref(&di), n_idx, dref(&ya)));
+        CONF_CALL(d, d->ops->matmul(d->st, HC_TYPE_Q6_K, dref(&w6), rows, cols, dref(&x), n,
+                                    dref(&y6)));
+        CONF_CALL(d, d->ops->matvec_rows(d->st, HC_TYPE_Q6_K, dref(&w6), rows, cols, dref(&x), 1,
+                                         dref(&di), n_idx, dref(&y61)));
         CONF_CALL(d, d->ops->stream_sync(d->st));
-        if (dbuf_get(&y, now, 0, (uint64_t)(n * rows) * 4) != 0 ||
-            dbuf_get(&ya, now + n * rows, 0, (uint64_t)(n * cols) * 4) != 0)
+        float *at = now;
+        if (dbuf_get(&y, at, 0, (uint64_t)(n * rows) * 4) != 0 ||
+            dbuf_get(&ya, at += n * rows, 0, (uint64_t)(n * cols) * 4) != 0 ||
+            dbuf_get(&y6, at += n * cols, 0, (uint64_t)(n * rows) * 4) != 0 ||
+            dbuf_get(&y61, at += n * rows, 0, (uint64_t)rows * 4) != 0)
             goto out;
         if (run == 0)
-            memcpy(first, now, (size_t)(n * (rows + cols)) * 4);
-        else if (memcmp(first, now, (size_t)(n * (rows + cols)) * 4) != 0)
+            memcpy(first, now, n_out * 4);
+        else if (memcmp(first, now, n_out * 4) != 0)
             conf_fail(d, "results differ between runs (run %d, %d threads)", run,
                       HC_OPS_HAS(d->ops, set_threads) ? threads[run] : 0);
     }
-    printf("conf %-28s determinism: %d runs%s compared bit for bit\n", d->name, n_runs,
-           n_runs == 4 ? " (1, 2, 3, 2 threads)" : "");
+    printf("conf %-28s determinism: %d runs%s compared bit for bit (Q4_0, Q6_K)\n", d->name,
+           n_runs, n_runs == 4 ? " (1, 2, 3, 2 threads)" : "");
 out:
     if (HC_OPS_HAS(d->ops, set_threads))
         d->ops->set_threads(d->be->ctx, HC_TEST_THREADS);
     dbuf_free(&w);
+    dbuf_free(&w6);
     dbuf_free(&x);
     dbuf_free(&y);
     dbuf_free(&h);
     dbuf_free(&ya);
+    dbuf_free(&y6);
+    dbuf_free(&y61);
     dbuf_free(&di);
     free(wq);
+    free(wq6);
     free(hx);
     free(hh);
     free(first);
@@ -1935,7 +1983,7 @@ int main(void)
     printf("conf worst NMSE per type:\n");
     for (int i = 0; i < WORST_N; i++)
         if (g_worst_what[i][0])
-            printf("conf   %-6s %.3e  (%s)\n", i < 4 ? type_name(ALL_TYPES[i]) : "layer",
+            printf("conf   %-6s %.3e  (%s)\n", i < N_TYPES ? type_name(ALL_TYPES[i]) : "layer",
                    g_worst[i], g_worst_what[i]);
     close_devices();
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;

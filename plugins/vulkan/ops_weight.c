@@ -32,7 +32,8 @@ typedef unsigned long long ull;
 
 static int type_known(hc_type t)
 {
-    return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q4_0 || t == HC_TYPE_Q8_0;
+    return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q4_0 || t == HC_TYPE_Q8_0 ||
+           t == HC_TYPE_Q6_K;
 }
 
 /* F32 and F16 elements are loaded whole; quantized blocks byte by byte. */
@@ -101,14 +102,15 @@ static hc_status check_weights(hc_device *dev, const char *op, hc_type t, hc_ref
 {
     if (!type_known(t))
         return hc_vk_fail(dev->ctx, HC_E_UNSUPPORTED,
-                          "%s: weight type %d is not supported (F32, F16, Q4_0, Q8_0)", op, (int)t);
+                          "%s: weight type %d is not supported (F32, F16, Q4_0, Q8_0, Q6_K)", op,
+                          (int)t);
     if (rows < 0 || cols < 0)
         return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: negative shape %lld x %lld", op, (ll)rows,
                           (ll)cols);
     *row_bytes = hc_type_row_size(t, cols);
     if (*row_bytes == 0 && cols > 0)
-        return hc_vk_fail(dev->ctx, HC_E_INVALID,
-                          "%s: cols %lld is not a multiple of 32 for type %d", op, (ll)cols, (int)t);
+        return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: cols %lld is not a multiple of %d for type %d",
+                          op, (ll)cols, t == HC_TYPE_Q6_K ? HC_QK_K : 32, (int)t);
     if (!hc_vk_mul3((uint64_t)rows, *row_bytes, 1, bytes))
         return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: w: %lld rows of %llu bytes overflow", op,
                           (ll)rows, (ull)*row_bytes);
