@@ -14,7 +14,7 @@
 #include "log.h"
 #include "ref/ref.h"
 
-#define CHUNK 65536 /* elements converted per step; a multiple of 32 */
+#define CHUNK 65536 /* elements converted per step; a multiple of 32 and 256 */
 #define COPY_CHUNK (8u << 20) /* bytes per write when copying unchanged */
 
 int hc_quantize_file_type(hc_type type)
@@ -41,16 +41,31 @@ static int ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
-/* The output type of tensor t, per the rules in quantize.h. */
-static uint32_t out_type(const hc_gguf_tensor *t, hc_type target, int *fallback)
+/* Why a tensor is not stored in the type asked for. */
+enum { KEPT = 0, FALLBACK_ROWS, FALLBACK_DOWN_T };
+
+/* The output type of tensor t, per the rules in quantize.h; *fallback says
+ * when and why it is not the one asked for. */
+static uint32_t out_type(const hc_gguf_tensor *t, hc_type target, hc_type output_target,
+                         int *fallback)
 {
-    *fallback = 0;
+    *fallback = KEPT;
     if (!ends_with(t->name, ".weight"))
         return t->type;
     if (t->n_dims < 2)
         return HC_TYPE_F32;
+    if (!strcmp(t->name, "output.weight"))
+        target = output_target;
+    if (target == HC_TYPE_Q6_K && ends_with(t->name, ".ffn_down_t.weight")) {
+        *fallback = FALLBACK_DOWN_T;
+        target = HC_TYPE_Q8_0;
+    }
+    if (target == HC_TYPE_Q6_K && t->ne[0] % 256) {
+        *fallback = FALLBACK_ROWS;
+        target = HC_TYPE_Q8_0; /* as PowerInfer's quantize does */
+    }
     if ((target == HC_TYPE_Q8_0 || target == HC_TYPE_Q4_0) && t->ne[0] % 32) {
-        *fallback = 1;
+        *fallback = FALLBACK_ROWS;
         return HC_TYPE_F16;
     }
     return target;
@@ -97,6 +112,13 @@ int hc_quantize_file(const char *in, const char *out, hc_type type,
                      void (*progress)(void *user, int done, int total, const char *tensor),
                      void *user)
 {
+    return hc_quantize_file_mixed(in, out, type, type, progress, user);
+}
+
+int hc_quantize_file_mixed(const char *in, const char *out, hc_type type, hc_type output_type,
+                           void (*progress)(void *user, int done, int total, const char *tensor),
+                           void *user)
+{
     char err[1024];
     int rc = -1;
     hc_gguf *g = NULL;
@@ -110,9 +132,9 @@ int hc_quantize_file(const char *in, const char *out, hc_type type,
         goto out;
     }
     int ftype = hc_quantize_file_type(type);
-    if (ftype < 0) {
-        hc_set_error("quantize: target type %s is not one of f32, f16, q8_0, q4_0",
-                     hc_ggml_type_name((uint32_t)type));
+    if (ftype < 0 || hc_quantize_file_type(output_type) < 0) {
+        hc_set_error("quantize: target type %s is not one of f32, f16, q8_0, q4_0, q6_k",
+                     hc_ggml_type_name((uint32_t)(ftype < 0 ? type : output_type)));
         goto out;
     }
     g = hc_gguf_open(in, err, sizeof err);
@@ -133,21 +155,34 @@ int hc_quantize_file(const char *in, const char *out, hc_type type,
         hc_set_error("quantize: out of memory");
         goto out;
     }
+    int has_output = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const hc_gguf_tensor *t = &g->tensors[i];
+        const int is_output = !strcmp(t->name, "output.weight");
         int fallback;
-        types[i] = out_type(t, type, &fallback);
+        has_output |= is_output;
+        types[i] = out_type(t, type, output_type, &fallback);
         if (types[i] != t->type && !convertible(t->type)) {
             hc_set_error("%s: tensor '%s' (#%" PRIu64 "): cannot convert from type %s "
-                         "(inputs must be f32, f16, q8_0 or q4_0)",
+                         "(inputs must be f32, f16, q8_0, q4_0 or q6_k)",
                          in, t->name, i, hc_ggml_type_name(t->type));
             goto out;
         }
-        if (fallback)
-            HC_WARN("%s: tensor '%s': ne0 = %" PRIu64 " is not a multiple of 32, stored as f16 "
+        const hc_type wanted = is_output ? output_type : type;
+        if (fallback == FALLBACK_ROWS)
+            HC_WARN("%s: tensor '%s': ne0 = %" PRIu64 " is not a multiple of %d, stored as %s "
                     "instead of %s",
-                    in, t->name, t->ne[0], hc_ggml_type_name((uint32_t)type));
+                    in, t->name, t->ne[0], types[i] == HC_TYPE_F16 ? 32 : 256,
+                    hc_ggml_type_name(types[i]), hc_ggml_type_name((uint32_t)wanted));
+        else if (fallback == FALLBACK_DOWN_T)
+            HC_WARN("%s: tensor '%s' stored as q8_0: hotcold sums its rows (axpy_rows), which "
+                    "has no q6_k kernel",
+                    in, t->name);
     }
+    if (output_type != type && !has_output)
+        HC_WARN("%s: no tensor output.weight (the head is tied to token_embd.weight): the "
+                "output type %s applies to nothing",
+                in, hc_ggml_type_name((uint32_t)output_type));
 
     char magic[4];
     memcpy(magic, g->magic, 4);

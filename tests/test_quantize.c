@@ -12,6 +12,11 @@
  *   Q4_0  |d| = amax/8, q in 0..15 => x = d(q-8) reaches -8d..7d: values on
  *         the short side may clamp by up to |d|, plus the fp16 d error
  *         8 |d| 2^-11, so |e| <= 1.004 |d|; checked at 1.01 |d|.
+ *   Q6_K  (core/ref's encoder) a group of 16 gets the step d * scale with
+ *         |scale| <= gmax/32/|d| + 1 (rounded up), |d| = amax/32/128 over
+ *         the 256-block (fp16: 2^-11), so step <= gmax/32 + amax/4096;
+ *         rounding costs half a step, the clamp at q = 63 one, and a scale
+ *         clamped to 127 up to 1.27 steps: checked at 1.3 steps.
  * Tensors the rules keep in F32 must be bit-exact.
  */
 #include <check.h>
@@ -65,6 +70,16 @@ static float decode(uint32_t t, const uint8_t *data, uint64_t cols, uint64_t i)
         int j = (int)(c % 32);
         int q = j < 16 ? blk[2 + j] & 0xf : blk[2 + j - 16] >> 4;
         return half_to_float(rd16(blk)) * (float)(q - 8);
+    }
+    case HC_TYPE_Q6_K: {
+        /* 210-byte blocks of 256: ql[128], qh[64], int8 scales[16], fp16 d;
+         * element 128h + 32g + l: ql[64h + 32(g & 1) + l] (low nibble for
+         * g < 2), bits 2g, 2g+1 of qh[32h + l]. */
+        const uint8_t *blk = data + r * (cols / 256 * 210) + c / 256 * 210;
+        int e = (int)(c % 256), h = e / 128, g = e % 128 / 32, l = e % 32;
+        int lo = blk[64 * h + 32 * (g & 1) + l], hi = blk[128 + 32 * h + l];
+        int q = (g < 2 ? lo & 0xf : lo >> 4) | ((hi >> (2 * g)) & 3) << 4;
+        return half_to_float(rd16(blk + 208)) * (float)(int8_t)blk[192 + e / 16] * (float)(q - 32);
     }
     }
     ck_abort_msg("decode: type %u", t);
@@ -152,11 +167,37 @@ static void assert_keys(const hc_gguf *src, const hc_gguf *dst, uint32_t ftype)
     ck_assert_uint_eq(ft, ftype);
 }
 
+/* Q6_K values of `out` against `ref`, per 256-block (ne0 is a multiple of 256). */
+static void assert_close_q6_k(const hc_gguf_tensor *ref, const hc_gguf_tensor *out)
+{
+    const uint64_t cols = ref->ne[0];
+    for (uint64_t b0 = 0; b0 < ref->n_elements; b0 += 256) {
+        float x[256], amax = 0, gmax[16] = {0};
+        for (int j = 0; j < 256; j++) {
+            x[j] = decode(ref->type, ref->data, cols, b0 + (uint64_t)j);
+            amax = fmaxf(amax, fabsf(x[j]));
+            gmax[j / 16] = fmaxf(gmax[j / 16], fabsf(x[j]));
+        }
+        for (int j = 0; j < 256; j++) {
+            const double step = (gmax[j / 16] / 32.0 + amax / 4096.0) * (1 + 0x1p-10);
+            const double bound = 1.3 * step + 1e-9;
+            const float y = decode(out->type, out->data, cols, b0 + (uint64_t)j);
+            const double e = fabs((double)y - (double)x[j]);
+            ck_assert_msg(e <= bound, "%s[%llu]: %g vs %g (error %g > bound %g, q6_k)", out->name,
+                          (unsigned long long)(b0 + (uint64_t)j), y, x[j], e, bound);
+        }
+    }
+}
+
 /* Values of `out` against `ref` (any type), within the bound for out->type. */
 static void assert_close(const hc_gguf_tensor *ref, const hc_gguf_tensor *out)
 {
     uint64_t cols = ref->ne[0];
     double worst = 0;
+    if (out->type == HC_TYPE_Q6_K) {
+        assert_close_q6_k(ref, out);
+        return;
+    }
     for (uint64_t b0 = 0; b0 < ref->n_elements; b0 += 32) {
         /* Blocks of 32 along rows (ne0 is a multiple of 32 for Q types). */
         uint64_t n = ref->n_elements - b0 < 32 ? ref->n_elements - b0 : 32;
@@ -185,20 +226,34 @@ static void assert_close(const hc_gguf_tensor *ref, const hc_gguf_tensor *out)
     (void)worst;
 }
 
-/* The output type the rules in quantize.h give. */
-static uint32_t expected_type(const hc_gguf_tensor *t, hc_type target)
+/* The output type the rules in quantize.h give (output.weight: `head`). */
+static uint32_t expected_type_head(const hc_gguf_tensor *t, hc_type target, hc_type head)
 {
     size_t n = strlen(t->name);
     if (n < 7 || strcmp(t->name + n - 7, ".weight"))
         return t->type;
     if (t->n_dims < 2)
         return HC_TYPE_F32;
+    if (!strcmp(t->name, "output.weight"))
+        target = head;
+    if (target == HC_TYPE_Q6_K &&
+        (t->ne[0] % 256 || (n > 18 && !strcmp(t->name + n - 18, ".ffn_down_t.weight"))))
+        target = HC_TYPE_Q8_0;
     if (target != HC_TYPE_F16 && t->ne[0] % 32)
         return HC_TYPE_F16;
     return target;
 }
 
+static void check_output_head(const char *in, const char *out, hc_type target, hc_type head,
+                              uint32_t ftype);
+
 static void check_output(const char *in, const char *out, hc_type target, uint32_t ftype)
+{
+    check_output_head(in, out, target, target, ftype);
+}
+
+static void check_output_head(const char *in, const char *out, hc_type target, hc_type head,
+                              uint32_t ftype)
 {
     hc_gguf *src = open_ok(in), *dst = open_ok(out);
     ck_assert_str_eq(dst->magic, src->magic);
@@ -212,8 +267,9 @@ static void check_output(const char *in, const char *out, hc_type target, uint32
         ck_assert_uint_eq(a->n_dims, b->n_dims);
         for (int d = 0; d < 4; d++)
             ck_assert_uint_eq(a->ne[d], b->ne[d]);
-        ck_assert_msg(b->type == expected_type(a, target), "%s: type %s, expected %s", b->name,
-                      hc_ggml_type_name(b->type), hc_ggml_type_name(expected_type(a, target)));
+        const uint32_t want = expected_type_head(a, target, head);
+        ck_assert_msg(b->type == want, "%s: type %s, expected %s", b->name,
+                      hc_ggml_type_name(b->type), hc_ggml_type_name(want));
         if (a->type == b->type)
             ck_assert_int_eq(memcmp(a->data, b->data, a->n_bytes), 0); /* copied */
         else
@@ -392,6 +448,126 @@ START_TEST(test_rules_synthetic)
 }
 END_TEST
 
+/* The log lines a conversion wrote (WARN and up), for the tests below. */
+static char g_warn[4096];
+
+static void capture_warn(void *user, int level, const char *msg)
+{
+    (void)user;
+    size_t len = strlen(g_warn);
+    if (level >= HC_LOG_WARN)
+        snprintf(g_warn + len, sizeof g_warn - len, "%s\n", msg);
+}
+
+/* A file with rows of 256 (the head, the embeddings, a PWRI down_t), rows
+ * of 96 (no Q6_K) and of 40 (no block type at all), and a norm. */
+static void write_q6_k_input(const char *path, int with_head)
+{
+    char err[256];
+    hc_gguf_writer *w = hc_gguf_writer_new("PWRI", 3, 32);
+    hc_gguf_writer_set_str(w, "general.architecture", "llama");
+    const uint64_t ne_head[2] = {256, 8}, ne_emb[2] = {256, 8}, ne_dt[2] = {256, 4},
+                   ne_odd[2] = {96, 2}, ne_short[2] = {40, 2}, ne_norm[1] = {256};
+    const char *names[6] = {"output.weight", "token_embd.weight", "blk.0.ffn_down_t.weight",
+                            "odd.weight", "short.weight", "output_norm.weight"};
+    const uint64_t *ne[6] = {ne_head, ne_emb, ne_dt, ne_odd, ne_short, ne_norm};
+    uint64_t count[6];
+    for (int i = with_head ? 0 : 1; i < 6; i++) {
+        ck_assert_int_eq(hc_gguf_writer_add_tensor(w, names[i], i == 5 ? 1 : 2, ne[i],
+                                                   HC_TYPE_F32),
+                         0);
+        count[i] = ne[i][0] * (i == 5 ? 1 : ne[i][1]);
+    }
+    ck_assert_int_eq(hc_gguf_writer_begin(w, path, err, sizeof err), 0);
+    float v[2048];
+    for (int i = with_head ? 0 : 1; i < 6; i++) {
+        /* Group scales that differ by up to 8x, both signs. */
+        for (uint64_t k = 0; k < count[i]; k++)
+            v[k] = sinf((float)(k * 7 + (uint64_t)i) * 0.61f) * (1.0f + (float)(k / 16 % 8));
+        ck_assert_int_eq(hc_gguf_writer_write_data(w, v, count[i] * 4, err, sizeof err), 0);
+    }
+    ck_assert_int_eq(hc_gguf_writer_finish(w, err, sizeof err), 0);
+    hc_gguf_writer_free(w);
+}
+
+static uint32_t type_of(const char *path, const char *tensor)
+{
+    hc_gguf *g = open_ok(path);
+    const hc_gguf_tensor *t = hc_gguf_find_tensor(g, tensor);
+    ck_assert_ptr_nonnull(t);
+    uint32_t ty = t->type;
+    hc_gguf_close(g);
+    return ty;
+}
+
+/* q6_k as the target, as the head's type beside q4_0 (PowerInfer's q4
+ * layout), and as an input. */
+START_TEST(test_q6_k)
+{
+    char in[512], out[512], back[512];
+    snprintf(in, sizeof in, "%s", tmp("q6-in.gguf"));
+    snprintf(out, sizeof out, "%s", tmp("q6-out.gguf"));
+    snprintf(back, sizeof back, "%s", tmp("q6-back.gguf"));
+    write_q6_k_input(in, 1);
+
+    /* Every weight q4_0 but the head. */
+    ck_assert_msg(hc_quantize_file_mixed(in, out, HC_TYPE_Q4_0, HC_TYPE_Q6_K, NULL, NULL) == 0,
+                  "%s", hc_last_error());
+    check_output_head(in, out, HC_TYPE_Q4_0, HC_TYPE_Q6_K, 2);
+    ck_assert_uint_eq(type_of(out, "output.weight"), HC_TYPE_Q6_K);
+    ck_assert_uint_eq(type_of(out, "token_embd.weight"), HC_TYPE_Q4_0);
+    ck_assert_uint_eq(type_of(out, "blk.0.ffn_down_t.weight"), HC_TYPE_Q4_0);
+
+    /* Everything q6_k where it can be: rows of 96 and the PWRI down_t
+     * (no q6_k axpy) fall back to q8_0, rows of 40 to f16, each with a
+     * warning. */
+    g_warn[0] = 0;
+    hc_log_set_level(HC_LOG_WARN);
+    hc_log_set_callback(capture_warn, NULL);
+    ck_assert_msg(hc_quantize_file(in, out, HC_TYPE_Q6_K, NULL, NULL) == 0, "%s",
+                  hc_last_error());
+    hc_log_set_callback(NULL, NULL);
+    hc_log_set_level(HC_LOG_ERROR);
+    check_output(in, out, HC_TYPE_Q6_K, 18);
+    ck_assert_uint_eq(type_of(out, "output.weight"), HC_TYPE_Q6_K);
+    ck_assert_uint_eq(type_of(out, "token_embd.weight"), HC_TYPE_Q6_K);
+    ck_assert_uint_eq(type_of(out, "blk.0.ffn_down_t.weight"), HC_TYPE_Q8_0);
+    ck_assert_uint_eq(type_of(out, "odd.weight"), HC_TYPE_Q8_0);
+    ck_assert_uint_eq(type_of(out, "short.weight"), HC_TYPE_F16);
+    ck_assert_msg(strstr(g_warn, "blk.0.ffn_down_t.weight' stored as q8_0") &&
+                      strstr(g_warn, "'odd.weight': ne0 = 96 is not a multiple of 256") &&
+                      strstr(g_warn, "'short.weight': ne0 = 40 is not a multiple of 32"),
+                  "warnings: %s", g_warn);
+
+    /* Q6_K in: decoded exactly and re-encoded (f16), or copied (q6_k). */
+    ck_assert_int_eq(hc_quantize_file(out, back, HC_TYPE_F16, NULL, NULL), 0);
+    check_output(out, back, HC_TYPE_F16, 1);
+    ck_assert_int_eq(hc_quantize_file_mixed(out, back, HC_TYPE_F16, HC_TYPE_Q6_K, NULL, NULL), 0);
+    hc_gguf *a = open_ok(out), *b = open_ok(back);
+    const hc_gguf_tensor *ha = hc_gguf_find_tensor(a, "output.weight");
+    const hc_gguf_tensor *hb = hc_gguf_find_tensor(b, "output.weight");
+    ck_assert_uint_eq(hb->type, HC_TYPE_Q6_K);
+    ck_assert_int_eq(memcmp(ha->data, hb->data, ha->n_bytes), 0);
+    hc_gguf_close(a);
+    hc_gguf_close(b);
+
+    /* A tied head (no output.weight): the head type applies to nothing,
+     * which a warning says. */
+    write_q6_k_input(in, 0);
+    g_warn[0] = 0;
+    hc_log_set_level(HC_LOG_WARN);
+    hc_log_set_callback(capture_warn, NULL);
+    ck_assert_int_eq(hc_quantize_file_mixed(in, out, HC_TYPE_Q4_0, HC_TYPE_Q6_K, NULL, NULL), 0);
+    hc_log_set_callback(NULL, NULL);
+    hc_log_set_level(HC_LOG_ERROR);
+    ck_assert_msg(strstr(g_warn, "no tensor output.weight"), "warnings: %s", g_warn);
+    check_output(in, out, HC_TYPE_Q4_0, 2);
+    unlink(in);
+    unlink(out);
+    unlink(back);
+}
+END_TEST
+
 /* Each failure: -1, a message naming the problem, no output, no .tmp, and a
  * pre-existing output file untouched. */
 static void expect_failure(const char *in, const char *out, hc_type type, const char *needle)
@@ -496,6 +672,29 @@ START_TEST(test_cli)
     pclose(p);
     ck_assert_msg(strstr(line, "hotcold quantize: /nonexistent.gguf"), "%s", line);
     unlink(out);
+
+    /* PowerInfer's q4 layout: the head in its own type. */
+    char q6in[512];
+    snprintf(q6in, sizeof q6in, "%s", tmp("cli-q6-in.gguf"));
+    write_q6_k_input(q6in, 1);
+    snprintf(args, sizeof args, "quantize '%s' '%s' q4_0 --output-tensor-type q6_k", q6in, out);
+    ck_assert_int_eq(run_cli(args), 0);
+    check_output_head(q6in, out, HC_TYPE_Q4_0, HC_TYPE_Q6_K, 2);
+    unlink(out);
+    snprintf(args, sizeof args, "quantize --output-tensor-type=q6_k '%s' '%s' q6_k", q6in, out);
+    ck_assert_int_eq(run_cli(args), 0);
+    check_output(q6in, out, HC_TYPE_Q6_K, 18);
+    unlink(out);
+    snprintf(args, sizeof args, "quantize '%s' '%s' q8_0 --output-tensor-type f32", q6in, out);
+    ck_assert_int_eq(run_cli(args), 0);
+    check_output_head(q6in, out, HC_TYPE_Q8_0, HC_TYPE_F32, 7);
+    unlink(out);
+    snprintf(args, sizeof args, "quantize '%s' '%s' q4_0 --output-tensor-type q5_1", q6in, out);
+    ck_assert_int_eq(run_cli(args), 2);
+    snprintf(args, sizeof args, "quantize '%s' '%s' q4_0 --output-tensor-type", q6in, out);
+    ck_assert_int_eq(run_cli(args), 2);
+    ck_assert(!exists(out));
+    unlink(q6in);
 }
 END_TEST
 
@@ -509,6 +708,7 @@ static Suite *quantize_suite(void)
     tcase_add_test(tc, test_existing_file_type);
     tcase_add_test(tc, test_pwri_stays_pwri);
     tcase_add_test(tc, test_rules_synthetic);
+    tcase_add_test(tc, test_q6_k);
     tcase_add_test(tc, test_bad_inputs);
     tcase_add_test(tc, test_cli);
     suite_add_tcase(s, tc);

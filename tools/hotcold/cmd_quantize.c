@@ -1,6 +1,7 @@
 /*
- * `hotcold quantize IN OUT TYPE`: rewrite a model's weights as f16, q8_0 or
- * q4_0 (rules in core/quantize.h), with progress on stderr.
+ * `hotcold quantize IN OUT TYPE`: rewrite a model's weights as f16, q8_0,
+ * q4_0 or q6_k, optionally the output head in another type (rules in
+ * core/quantize.h), with progress on stderr.
  */
 #include <stdio.h>
 #include <string.h>
@@ -22,14 +23,24 @@ static void usage(FILE *f)
             "  f16    2-D weights as f16\n"
             "  q8_0   2-D weights as q8_0 (8-bit, blocks of 32)\n"
             "  q4_0   2-D weights as q4_0 (4-bit, blocks of 32)\n"
+            "  q6_k   2-D weights as q6_k (6-bit, blocks of 256)\n"
             "\n"
             "1-D tensors (norms) are stored as f32; a 2-D weight whose rows are not a\n"
-            "multiple of 32 long is stored as f16.  The input may be f32, f16, q8_0 or\n"
-            "q4_0.  Every key is kept (general.file_type is set), and so is the file's\n"
-            "magic: a PowerInfer (PWRI) model stays one.  OUT appears only when\n"
-            "complete; an existing OUT is kept unless --force (a link is written\n"
-            "through, a device such as /dev/null written in place).\n"
+            "multiple of 32 long is stored as f16.  Where q6_k is asked for, a weight\n"
+            "whose rows are not a multiple of 256 long, and a PowerInfer model's\n"
+            "ffn_down_t (hotcold has no q6_k kernel for it), are stored as q8_0.  The\n"
+            "input may be f32, f16, q8_0, q4_0 or q6_k.  Every key is kept\n"
+            "(general.file_type is set from TYPE), and so is the file's magic: a\n"
+            "PowerInfer (PWRI) model stays one.  OUT appears only when complete; an\n"
+            "existing OUT is kept unless --force (a link is written through, a device\n"
+            "such as /dev/null written in place).\n"
             "\n"
+            "      --output-tensor-type T\n"
+            "                output.weight (the output head) as T (f32 or a TYPE)\n"
+            "                instead of TYPE.\n"
+            "                'q4_0 --output-tensor-type q6_k' follows the rules of\n"
+            "                PowerInfer's 'quantize IN OUT Q4_0', which made its\n"
+            "                published *.q4.powerinfer.gguf files\n"
             "      --force   replace OUT if it exists (it may be IN itself)\n"
             "  -q, --quiet   no progress\n"
             "  -h, --help    this text\n");
@@ -56,7 +67,10 @@ static int parse_type(const char *s, hc_type *t)
     static const struct {
         const char *name;
         hc_type type;
-    } k[] = {{"f16", HC_TYPE_F16}, {"q8_0", HC_TYPE_Q8_0}, {"q4_0", HC_TYPE_Q4_0}};
+    } k[] = {{"f16", HC_TYPE_F16},
+             {"q8_0", HC_TYPE_Q8_0},
+             {"q4_0", HC_TYPE_Q4_0},
+             {"q6_k", HC_TYPE_Q6_K}};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         if (!strcasecmp(s, k[i].name)) {
             *t = k[i].type;
@@ -74,6 +88,7 @@ static double file_mib(const char *path)
 int hc_cmd_quantize(int argc, char **argv)
 {
     const char *pos[3];
+    const char *output_type = NULL;
     int n_pos = 0, force = 0;
     progress_state ps = {.tty = isatty(fileno(stderr))};
     for (int i = 1; i < argc; i++) {
@@ -86,6 +101,14 @@ int hc_cmd_quantize(int argc, char **argv)
             ps.quiet = 1;
         } else if (!strcmp(a, "--force")) {
             force = 1;
+        } else if (!strcmp(a, "--output-tensor-type")) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "hotcold quantize: --output-tensor-type needs a TYPE\n");
+                return 2;
+            }
+            output_type = argv[++i];
+        } else if (!strncmp(a, "--output-tensor-type=", 21)) {
+            output_type = a + 21;
         } else if (!strcmp(a, "--")) {
             for (i++; i < argc; i++) {
                 if (n_pos == 3)
@@ -108,15 +131,26 @@ int hc_cmd_quantize(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    hc_type type;
+    hc_type type, head;
     if (!parse_type(pos[2], &type)) {
-        fprintf(stderr, "hotcold quantize: unknown TYPE '%s' (use f16, q8_0 or q4_0)\n", pos[2]);
+        fprintf(stderr, "hotcold quantize: unknown TYPE '%s' (use f16, q8_0, q4_0 or q6_k)\n",
+                pos[2]);
+        return 2;
+    }
+    head = type;
+    if (output_type && strcasecmp(output_type, "f32") == 0)
+        head = HC_TYPE_F32; /* the head decoded, e.g. to compare with its quantized form */
+    else if (output_type && !parse_type(output_type, &head)) {
+        fprintf(stderr,
+                "hotcold quantize: unknown --output-tensor-type '%s' (use f32, f16, q8_0, q4_0 "
+                "or q6_k)\n",
+                output_type);
         return 2;
     }
     if (hc_tool_check_output("quantize", pos[1], force))
         return 1;
     double t0 = hc_time_s();
-    if (hc_quantize_file(pos[0], pos[1], type, on_progress, &ps) != 0) {
+    if (hc_quantize_file_mixed(pos[0], pos[1], type, head, on_progress, &ps) != 0) {
         fprintf(stderr, "hotcold quantize: %s\n", hc_last_error());
         return 1;
     }
