@@ -22,10 +22,12 @@
  * Bamboo, Mistral-style attention) differs only in its dReLU FFN. */
 static const char *const supported_arch[] = {"llama", "bamboo"};
 
+/* Types every op the forward pass uses has kernels for, except Q6_K's
+ * axpy_rows (see bind_layer). */
 static int is_computable(uint32_t type)
 {
     return type == HC_TYPE_F32 || type == HC_TYPE_F16 || type == HC_TYPE_Q8_0 ||
-           type == HC_TYPE_Q4_0;
+           type == HC_TYPE_Q4_0 || type == HC_TYPE_Q6_K;
 }
 
 /* Look up "<arch>.<suffix>" as u32; `def` < 0 means required. */
@@ -204,7 +206,7 @@ static int bind(hc_model *m, hc_weight *w, const char *name, int64_t cols, int64
     }
     if (!is_computable(t->type)) {
         hc_set_error("%s: tensor '%s' has type %s, which hotcold cannot compute (supported: "
-                     "f32, f16, q8_0, q4_0)",
+                     "f32, f16, q8_0, q4_0, q6_k)",
                      m->path, name, hc_ggml_type_name(t->type));
         return -1;
     }
@@ -249,10 +251,21 @@ static int bind_layer(hc_model *m, int il)
         bind(m, &l->wo, n[4], e, e, 0) || bind(m, &l->ffn_norm, n[5], e, 1, 1) ||
         bind(m, &l->ffn_gate, n[6], e, ff, 0) || bind(m, &l->ffn_up, n[7], e, ff, 0))
         return -1;
-    /* PWRI stores the down projection transposed and only that way. */
+    /* PWRI stores the down projection transposed and only that way.  Its
+     * rows are summed by axpy_rows, which has no Q6_K kernel (Q6_K is
+     * PowerInfer's output-head type; the plugins compute it in matmul and
+     * matvec_rows only). */
     if (hc_gguf_find_tensor(m->gguf, n[9])) {
         if (bind(m, &l->ffn_down_t, n[9], e, ff, 0))
             return -1;
+        if (l->ffn_down_t.type == HC_TYPE_Q6_K) {
+            hc_set_error("%s: tensor '%s' is q6_k, which hotcold computes only in dense "
+                         "products; the transposed down projection needs axpy_rows, which "
+                         "has no q6_k kernel (convert the file with hotcold quantize, e.g. "
+                         "to q8_0)",
+                         m->path, n[9]);
+            return -1;
+        }
     } else if (bind(m, &l->ffn_down, n[8], ff, e, 0)) {
         return -1;
     }

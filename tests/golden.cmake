@@ -1,2 +1,2 @@
 hc_add_check_test(test_golden SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_golden.c
-                  LABELS golden TIMEOUT 900)
+                  ${CMAKE_CURRENT_SOURCE_DIR}/q6k_models.c LABELS golden TIMEOUT 900)

@@ -17,7 +17,9 @@
 
 #include "hotcold/hotcold.h"
 #include "gguf.h"
+#include "q6k_models.h"
 #include "quantize.h"
+#include "ref/ref.h"
 #include "test_util.h"
 
 #define MAX_IDS 512
@@ -367,6 +369,120 @@ START_TEST(context_overflow_is_an_error)
 }
 END_TEST
 
+/* ---- Q6_K: PowerInfer's q4 output head ------------------------------------ */
+
+/*
+ * PowerInfer's `quantize ... Q4_0` stores output.weight as Q6_K when n_embd
+ * is a multiple of 256 (every real model).  Such a file, made at test time
+ * (q6k_models.c), must run and agree with its twin whose head holds the
+ * same values in F32.  The two differ only in how the CPU computes the
+ * head: the F32 kernel multiplies float x, the Q6_K kernel x quantized to
+ * 8 bits per block of 32 (NMSE ~1.5e-5 of each logit's product energy in
+ * test_conformance, i.e. ~0.4% rms, and up to ~4x that at the worst of
+ * 512 logits): measured 8.5e-3 of max |logit| here; bound 2e-2.  Every
+ * weight in Q6_K (Q8_0 where rows do not allow it) against all-F32 puts
+ * that error into every product of both layers: measured 1.4e-2; bound
+ * 5e-2.  Dense FFN there, so that no predictor decision flips on the
+ * difference.  (Exact figures: the runs are deterministic.)
+ */
+#define Q6K_HEAD_REL 2e-2
+#define Q6K_ALL_REL 5e-2
+#define Q6K_STEPS 48
+
+static void q6k_pair(const char *a_path, const char *b_path, int sparse, double bound,
+                     const char *what)
+{
+    hc_model_params mp = hc_model_default_params();
+    mp.sparse = sparse;
+    hc_model *a = hc_model_load(engine, a_path, &mp), *b = hc_model_load(engine, b_path, &mp);
+    ck_assert_msg(a && b, "%s: %s", what, hc_last_error());
+    const char *text = "Once upon a time, there was a little dog";
+    int32_t prompt[64];
+    const int n_prompt = hc_model_tokenize(b, text, strlen(text), 1, prompt, 64);
+    ck_assert(n_prompt > 1 && n_prompt <= 64);
+    hc_q6k_cmp r1, r2;
+    int32_t bos = hc_model_token_bos(b);
+    hc_q6k_compare(a, b, &bos, 1, Q6K_STEPS, bound, &r1);
+    hc_q6k_compare(a, b, prompt, n_prompt, Q6K_STEPS, bound, &r2);
+    printf("%s: %d + %d greedy steps, %d + %d near-ties, worst logit difference %.3g + %.3g of "
+           "max |logit| (bound %.0g)\n",
+           what, r1.steps, r2.steps, r1.ties, r2.ties, r1.worst_rel, r2.worst_rel, bound);
+    hc_model_free(a);
+    hc_model_free(b);
+}
+
+START_TEST(q6_k_head_vs_f32_head)
+{
+    const hc_q6k_models *qm = hc_q6k_models_get();
+    q6k_pair(qm->head_q6k, qm->head_f32, HC_SPARSE_AUTO, Q6K_HEAD_REL,
+             "q4_0 + q6_k head vs f32 head, predictor");
+    q6k_pair(qm->head_q6k, qm->head_f32, HC_SPARSE_OFF, Q6K_HEAD_REL,
+             "q4_0 + q6_k head vs f32 head, dense");
+}
+END_TEST
+
+START_TEST(q6_k_everywhere_vs_f32)
+{
+    const hc_q6k_models *qm = hc_q6k_models_get();
+    q6k_pair(qm->all_q6k, qm->all_f32, HC_SPARSE_OFF, Q6K_ALL_REL, "q6_k weights vs f32, dense");
+}
+END_TEST
+
+/* A PWRI file whose blk.0.ffn_down_t is Q6_K: its rows would be summed by
+ * axpy_rows, which no plugin has for Q6_K, so the load must refuse it with
+ * a message naming the tensor (not fail at the first token, or crash). */
+START_TEST(q6_k_down_t_refused)
+{
+    const hc_q6k_models *qm = hc_q6k_models_get();
+    const char *name = "blk.0.ffn_down_t.weight";
+    char out[4096], err[512];
+    snprintf(out, sizeof out, "%s", hc_test_path(hc_test_tmpdir(), "q6k-down-t.gguf"));
+    hc_gguf *g = hc_gguf_open(qm->head_q6k, err, sizeof err);
+    ck_assert_msg(g != NULL, "%s", err);
+    hc_gguf_writer *w = hc_gguf_writer_new(g->magic, g->version, (uint32_t)g->alignment);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        ck_assert_int_eq(hc_gguf_writer_copy_kv(w, &g->kv[i]), 0);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const hc_gguf_tensor *t = &g->tensors[i];
+        ck_assert_int_eq(hc_gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne,
+                                                   strcmp(t->name, name) ? t->type
+                                                                         : HC_TYPE_Q6_K),
+                         0);
+    }
+    ck_assert_msg(hc_gguf_writer_begin(w, out, err, sizeof err) == 0, "%s", err);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const hc_gguf_tensor *t = &g->tensors[i];
+        if (strcmp(t->name, name)) {
+            ck_assert_int_eq(hc_gguf_writer_write_data(w, t->data, t->n_bytes, err, sizeof err),
+                             0);
+            continue;
+        }
+        const int64_t cols = (int64_t)t->ne[0];
+        float row[HC_Q6K_N_EMBD];
+        uint8_t q[HC_Q6K_N_EMBD]; /* more than a Q6_K row of 256 needs */
+        ck_assert_int_eq(cols, HC_Q6K_N_EMBD);
+        for (uint64_t r = 0; r < t->ne[1]; r++) {
+            hc_ref_dequantize_row((hc_type)t->type,
+                                  (const uint8_t *)t->data + r * hc_type_row_size(t->type, cols),
+                                  row, cols);
+            hc_ref_quantize_row(HC_TYPE_Q6_K, row, q, cols);
+            ck_assert_int_eq(hc_gguf_writer_write_data(w, q, hc_type_row_size(HC_TYPE_Q6_K, cols),
+                                                       err, sizeof err),
+                             0);
+        }
+    }
+    ck_assert_msg(hc_gguf_writer_finish(w, err, sizeof err) == 0, "%s", err);
+    hc_gguf_writer_free(w);
+    hc_gguf_close(g);
+
+    hc_model *m = hc_model_load(engine, out, NULL);
+    ck_assert_msg(m == NULL, "a q6_k ffn_down_t was accepted");
+    const char *e = hc_last_error();
+    ck_assert_msg(strstr(e, name) && strstr(e, "q6_k") && !strchr(e, '\n'), "message: %s", e);
+    printf("q6_k down_t: %s\n", e);
+}
+END_TEST
+
 static Suite *golden_suite(void)
 {
     Suite *s = suite_create("golden");
@@ -383,6 +499,9 @@ static Suite *golden_suite(void)
     tcase_add_test(tc, weights_modes_agree);
     tcase_add_test(tc, batch_equals_sequential);
     tcase_add_test(tc, context_overflow_is_an_error);
+    tcase_add_test(tc, q6_k_head_vs_f32_head);
+    tcase_add_test(tc, q6_k_everywhere_vs_f32);
+    tcase_add_test(tc, q6_k_down_t_refused);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -26,6 +26,7 @@
 
 #include "hotcold/hotcold.h"
 #include "placement.h"
+#include "q6k_models.h"
 #include "test_util.h"
 
 #define N_IDS 60
@@ -271,6 +272,64 @@ START_TEST(gpu_index_reused)
 }
 END_TEST
 
+/* ---- PowerInfer's q4 layout: the Q6_K output head on the GPU ---------------- */
+
+/*
+ * The q4_0 model with a Q6_K output head (q6k_models.c, as PowerInfer's
+ * quantize makes them) with its head on the GPU:
+ *  - everything on the GPU, against the twin whose head holds the same
+ *    values in F32, also all on the GPU: the kernels differ only in their
+ *    summation order (both multiply float x), measured 2e-7 of max
+ *    |logit| on lavapipe; bound 1e-4;
+ *  - a hybrid split (the head, attention and predictors on the GPU, half
+ *    the FFN bytes on each side) against the same file all on the CPU, whose
+ *    Q4_0 and Q6_K kernels quantize x to 8 bits per 32 where the GPU's do
+ *    not, in every product: as test_golden's q6_k-everywhere case, bound
+ *    5e-2 (measured 1.4e-2).
+ * A differing greedy id must be explained by the logit difference
+ * (hc_q6k_compare).
+ */
+static void q6k_run(hc_model *a, hc_model *b, double bound, const char *what)
+{
+    hc_q6k_cmp r;
+    int32_t prompt[64];
+    const char *text = "Once upon a time, there was a little dog";
+    const int n_prompt = hc_model_tokenize(b, text, strlen(text), 1, prompt, 64);
+    ck_assert(n_prompt > 1 && n_prompt <= 64);
+    hc_q6k_compare(a, b, prompt, n_prompt, 40, bound, &r);
+    printf("%s: %d greedy steps, %d near-ties, worst logit difference %.3g of max |logit| "
+           "(bound %.0g)\n",
+           what, r.steps, r.ties, r.worst_rel, bound);
+}
+
+START_TEST(q6_k_head_on_gpu)
+{
+    const hc_q6k_models *qm = hc_q6k_models_get();
+    hc_model *a = load(qm->head_q6k, GPU, 1e12, HC_SPARSE_AUTO, HC_GPU_INDEX_DISABLE, NULL);
+    hc_model *b = load(qm->head_f32, GPU, 1e12, HC_SPARSE_AUTO, HC_GPU_INDEX_DISABLE, NULL);
+    ck_assert_int_eq(hc_model_plan(a)->output, 1);
+    ck_assert_int_eq(hc_model_plan(b)->output, 1);
+    hc_model_desc d;
+    hc_model_describe(a, &d);
+    const double all_bytes = (double)hc_model_plan(a)->gpu_bytes;
+    q6k_run(a, b, 1e-4, "q6_k head vs f32 head, all on the GPU");
+    hc_model_free(a);
+    hc_model_free(b);
+
+    a = load(qm->head_q6k, GPU, all_bytes - (double)d.ffn_bytes / 2, HC_SPARSE_AUTO,
+             HC_GPU_INDEX_DISABLE, NULL);
+    b = load(qm->head_q6k, "cpu", -1, HC_SPARSE_AUTO, HC_GPU_INDEX_DISABLE, NULL);
+    const hc_plan *p = hc_model_plan(a);
+    const int64_t hot = hot_total(p), n_all = (int64_t)d.n_ff * d.n_layer;
+    ck_assert_int_eq(p->output, 1);
+    ck_assert_msg(hot > 0 && hot < n_all, "%lld of %lld neurons hot", (long long)hot,
+                  (long long)n_all);
+    q6k_run(a, b, 5e-2, "q6_k head on the GPU, hybrid FFN, vs all on the CPU");
+    hc_model_free(a);
+    hc_model_free(b);
+}
+END_TEST
+
 /* ---- a GPU smaller than the budget ---------------------------------------- */
 
 static void set_memory_limit(double bytes)
@@ -358,6 +417,7 @@ int main(void)
     tcase_add_test(tc, hybrid_dense);
     tcase_add_test(tc, fallback_ops);
     tcase_add_test(tc, gpu_index_reused);
+    tcase_add_test(tc, q6_k_head_on_gpu);
     suite_add_tcase(s, tc);
     /* Its own case, so that a run can pick it alone (CK_RUN_CASE=oom:
      * test_hybrid_staging in hybrid.cmake). */
