@@ -75,7 +75,7 @@ static void usage(FILE *f)
             "they read per second against the measured host read bandwidth.\n"
             "\n"
             "  -t, --threads LIST    CPU thread counts, e.g. 1,2 (default: all cores)\n"
-            "      --type LIST       f32,f16,q8_0,q4_0 or all (default q4_0)\n"
+            "      --type LIST       f32,f16,q8_0,q4_0,q6_k or all (default q4_0)\n"
             "      --rows R          matrix rows (default 5632)\n"
             "      --cols C          matrix columns (default 2048)\n"
             "      --frac LIST       fractions of rows listed for the sparse ops\n"
@@ -117,9 +117,10 @@ static int add_threads(const char *item, void *user)
 
 static int add_type(const char *item, void *user)
 {
-    static const hc_type all[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0};
+    static const hc_type all[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0,
+                                  HC_TYPE_Q6_K};
     ops_opts *o = user;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < (int)(sizeof all / sizeof all[0]); i++) {
         if ((strcmp(item, "all") && strcmp(item, hc_type_name(all[i]))) || o->n_types >= MAX_LIST)
             continue;
         o->types[o->n_types++] = all[i];
@@ -252,8 +253,8 @@ static int wset_init(wset *ws, hc_dev *d, hc_type t, int64_t rows, int64_t cols,
     ws->row_bytes = hc_type_row_size(t, cols);
     ws->mat_bytes = ws->row_bytes * (uint64_t)rows;
     if (ws->row_bytes == 0 || ws->mat_bytes == 0) {
-        fprintf(stderr, "hotcold bench: %lld columns do not fit type %s (blocks of 32)\n",
-                (long long)cols, hc_type_name(t));
+        fprintf(stderr, "hotcold bench: %lld columns do not fit type %s (blocks of %d)\n",
+                (long long)cols, hc_type_name(t), t == HC_TYPE_Q6_K ? HC_QK_K : 32);
         return -1;
     }
     /* Whole 64-byte lines per copy, so every copy starts as aligned as the first. */
@@ -357,7 +358,8 @@ static int op_failed(const wset *ws, const char *op, hc_status st)
     return -1;
 }
 
-/* One op on copy c with the list of phase p. */
+/* One op on copy c with the list of phase p: 0, 1 if the device does not
+ * support it (on the first copy: nothing printed), -1 if it failed. */
 static int run_op(const wset *ws, int op, int c, int p)
 {
     const hc_plugin_ops *o = ws->d->ops;
@@ -378,20 +380,25 @@ static int run_op(const wset *ws, int op, int c, int p)
             st = o->axpy_rows(s, ws->t, w, ws->rows, ws->cols, h, 1, idx, ws->k, y);
         break;
     }
+    if (st == HC_E_UNSUPPORTED && c == 0)
+        return 1;
     return st == HC_OK ? 0 : op_failed(ws, op_names[op], st);
 }
 
 /* Mean seconds per op over the working set: best of `reps` figures, each
- * over whole passes lasting at least min_s.  -1 on failure. */
+ * over whole passes lasting at least min_s.  -1 on failure, -2 when the
+ * device does not support the op for this type (nothing printed). */
 static double time_op(const wset *ws, int op, int reps, double min_s)
 {
     int phase = 0;
     double best = 1e30;
 
     /* One untimed pass: page faults, pool wake-up, scratch growth. */
-    for (int c = 0; c < ws->copies; c++)
-        if (run_op(ws, op, c, phase))
-            return -1;
+    for (int c = 0; c < ws->copies; c++) {
+        int rc = run_op(ws, op, c, phase);
+        if (rc)
+            return rc == 1 ? -2 : -1;
+    }
     for (int r = 0; r < reps; r++) {
         long n = 0;
         double t0 = hc_time_s(), dt;
@@ -444,6 +451,11 @@ static int bench_type(hc_dev *d, const ops_opts *o, hc_type t, double bw)
             if (!o->want[op])
                 continue;
             double s = time_op(&ws, op, o->reps, o->min_s);
+            if (s == -2) {
+                printf("%-12s %-5s not supported by this device\n", op_names[op],
+                       hc_type_name(t));
+                continue;
+            }
             if (s < 0)
                 goto out;
             print_row(op_names[op], t, (double)k / (double)o->rows, k,
@@ -864,6 +876,12 @@ int hc_bench_ops(int argc, char **argv)
                         "of --n-head-kv\n");
         return 2;
     }
+    for (int i = 0; o.decode && i < o.n_types; i++)
+        if (o.types[i] == HC_TYPE_Q6_K) {
+            fprintf(stderr, "hotcold bench: --decode gives every weight one type, and q6_k has no "
+                            "axpy_rows (the sparse down projection): time it without --decode\n");
+            return 2;
+        }
     if (o.n_fracs == 0 && o.decode)
         o.fracs[o.n_fracs++] = 0.1;
     if (o.n_fracs == 0) {
