@@ -211,6 +211,21 @@ START_TEST(unknown_tensor_type)
 }
 END_TEST
 
+/* bench --ops times q6_k's dense ops and reports, without failing, the
+ * axpy_rows it has no kernel for (only the lines are checked, no times). */
+START_TEST(bench_ops_q6_k)
+{
+    cli_result r;
+    cli(&r, "bench --ops --type q6_k --rows 64 --cols 512 --frac 0.5 --mib 1 -r 1 "
+            "--min-time 0.001 -t 1");
+    ck_assert_msg(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "matmul       q6_k") && strstr(r.out, "matvec_rows  q6_k") &&
+                      strstr(r.out, "axpy_rows    q6_k  not supported by this device"),
+                  "stdout: %s", r.out);
+    cli_free(&r);
+}
+END_TEST
+
 /* ---- plugins: what `devices` and `run` say about them ------------------- */
 
 /* The plugin tests change the environment the command sees; each starts
@@ -389,6 +404,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, help_lists_the_flags);
     tcase_add_test(tc, unknown_architecture);
     tcase_add_test(tc, unknown_tensor_type);
+    tcase_add_test(tc, bench_ops_q6_k);
     suite_add_tcase(s, tc);
 
     TCase *pl = tcase_create("plugins");
