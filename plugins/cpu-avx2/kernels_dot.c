@@ -326,21 +326,26 @@ static float dot_generic(hc_type type, const uint8_t *row, const float *x, int64
         break;
     case HC_TYPE_Q6_K:
         /* Element 128h + 32g + l: ql[64h + 32(g & 1) + l]'s nibble (low for
-         * g < 2), field g of qh[32h + l] (plugin.h). */
+         * g < 2), field g of qh[32h + l] (plugin.h); its group of 16 (one
+         * scale) is 8h + 2g + l / 16, so the groups come in order. */
         for (int64_t b = 0; b < cols / 256; b++) {
             const uint8_t *blk = row + b * HC_Q6_K_BLOCK_BYTES;
-            const float *xb = x + b * 256;
+            const int8_t *sc = (const int8_t *)(blk + 192);
             float bs = 0;
-            for (int j = 0; j < 16; j++) {
-                float gs = 0;
-                for (int i = 16 * j; i < 16 * j + 16; i++) {
-                    const int h = i / 128, g = i % 128 / 32, l = i % 32;
-                    const int lo = blk[64 * h + 32 * (g & 1) + l] >> (g < 2 ? 0 : 4) & 0x0f;
-                    const int hi = blk[128 + 32 * h + l] >> (2 * g) & 3;
-                    gs += (float)((lo | hi << 4) - 32) * xb[i];
+            for (int h = 0; h < 2; h++)
+                for (int g = 0; g < 4; g++) {
+                    const uint8_t *ql = blk + 64 * h + 32 * (g & 1), *qh = blk + 128 + 32 * h;
+                    const float *xg = x + b * 256 + 128 * h + 32 * g;
+                    const int lo_shift = g < 2 ? 0 : 4;
+                    for (int l0 = 0; l0 < 32; l0 += 16) {
+                        float gs = 0;
+                        for (int l = l0; l < l0 + 16; l++) {
+                            const int q = (ql[l] >> lo_shift & 0x0f) | (qh[l] >> (2 * g) & 3) << 4;
+                            gs += (float)(q - 32) * xg[l];
+                        }
+                        bs += (float)sc[8 * h + 2 * g + l0 / 16] * gs;
+                    }
                 }
-                bs += (float)(int8_t)blk[192 + j] * gs;
-            }
             s[b & 3] += hc_f16(blk + 208) * bs;
         }
         break;
