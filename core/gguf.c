@@ -77,6 +77,46 @@ static const type_info k_types[] = {
 };
 #define N_TYPES (sizeof k_types / sizeof k_types[0])
 
+/* ---- PowerInfer's numbering inside PWRI files ---------------------------------
+ * PowerInfer's ggml (November 2023) ends its type enum with I8 = 16, I16 = 17,
+ * I32 = 18 (GGML_TYPE_COUNT = 19); ggml later put IQ2_XXS, IQ2_XS and IQ3_XXS
+ * at 16..18 and moved the integer types to 24..26.  Everything inside hotcold
+ * uses the modern ids, and this pair is the one place that translates:
+ *  - the reader maps 16..18 to I8/I16/I32 in a file whose magic is PWRI (a
+ *    PowerInfer-made gpuidx has blk.i.gpu_idx as 18).  The IQ types cannot
+ *    occur there: PowerInfer's ggml has none of them, and our writer refuses
+ *    them in PWRI (below).  24..26 keep their modern meaning: hotcold wrote
+ *    them before 2026-12, and PowerInfer has no type there, so nothing is
+ *    ambiguous.  Plain GGUF files keep the modern numbering untouched;
+ *  - the writer stores I8/I16/I32 as 16..18 in a PWRI file, so PowerInfer can
+ *    load what `pack`, `mkmodel`, `quantize` and the gpuidx writer make (it
+ *    divides by a zero block size, SIGFPE, on an id it does not know), and
+ *    refuses a type PowerInfer's ggml has no id for: a PWRI file is meant for
+ *    PowerInfer, and a tensor it cannot read is better refused at write time. */
+#define PWRI_INT_FIRST 16u /* PowerInfer's I8; I16 and I32 follow */
+#define GGML_INT_FIRST 24u /* modern ggml's I8; I16 and I32 follow */
+#define PWRI_TYPE_COUNT 19u
+
+uint32_t hc_pwri_type_read(uint32_t file_type)
+{
+    if (file_type >= PWRI_INT_FIRST && file_type < PWRI_TYPE_COUNT)
+        return file_type - PWRI_INT_FIRST + GGML_INT_FIRST;
+    return file_type;
+}
+
+int hc_pwri_type_write(uint32_t type, uint32_t *file_type)
+{
+    if (type >= GGML_INT_FIRST && type < GGML_INT_FIRST + 3) {
+        *file_type = type - GGML_INT_FIRST + PWRI_INT_FIRST;
+        return 0;
+    }
+    if (type < PWRI_INT_FIRST && hc_ggml_block_size(type)) {
+        *file_type = type; /* f32 .. q8_K: the same ids in both */
+        return 0;
+    }
+    return -1;
+}
+
 const char *hc_ggml_type_name(uint32_t type)
 {
     static _Thread_local char unknown[24];
@@ -460,6 +500,8 @@ static int parse_tensor_info(parser *ps, gguf_impl *gi, uint64_t i)
 
     if (field32(ps, ctx, "type", &t->type))
         return -1;
+    if (hc_gguf_is_pwri(g))
+        t->type = hc_pwri_type_read(t->type);
     uint32_t blck = hc_ggml_block_size(t->type), tsize = hc_ggml_type_size(t->type);
     if (!blck)
         return fail(ps, "%s: unknown type id %" PRIu32, ctx, t->type);

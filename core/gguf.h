@@ -120,6 +120,14 @@ const char *hc_ggml_type_name(uint32_t type);
 uint32_t hc_ggml_block_size(uint32_t type);
 uint32_t hc_ggml_type_size(uint32_t type);
 
+/* PWRI files number ggml's integer types as PowerInfer's ggml does (I8,
+ * I16, I32 = 16, 17, 18; modern ggml: 24, 25, 26, and 16..18 are IQ
+ * types).  The reader and writer translate; everything else sees modern
+ * ids.  read: a PWRI file's type id as a modern one.  write: the id to store
+ * for a modern one, 0, or -1 if PowerInfer's ggml has no id for it. */
+uint32_t hc_pwri_type_read(uint32_t file_type);
+int hc_pwri_type_write(uint32_t type, uint32_t *file_type);
+
 /* ---- writer ---------------------------------------------------------------
  * Streaming writer: declare all metadata and tensor infos first, then write
  * the tensors' data in declaration order; the model never has to be in RAM.
@@ -133,6 +141,8 @@ uint32_t hc_ggml_type_size(uint32_t type);
  *   hc_gguf_writer_free(w);
  * set_* / copy_kv replace an existing key of the same name (keeping its place).
  * One write_data call must not cross the end of the current tensor.
+ * In a PWRI file tensor types are stored in PowerInfer's numbering
+ * (hc_pwri_type_write; add_tensor refuses a type it has no id for).
  * The writer pads each tensor to the alignment itself.  Where the bytes go
  * follows core/output_file.h (a temporary file renamed on finish, so a
  * failure never leaves a partial file under the final name; devices and

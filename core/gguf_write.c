@@ -43,7 +43,7 @@ typedef struct wtensor {
     char *name;
     uint32_t n_dims;
     uint64_t ne[HC_GGUF_MAX_DIMS];
-    uint32_t type;
+    uint32_t type; /* as stored: PowerInfer's numbering in a PWRI file */
     uint64_t offset;
     uint64_t n_bytes;
 } wtensor;
@@ -389,7 +389,14 @@ int hc_gguf_writer_add_tensor(hc_gguf_writer *w, const char *name, uint32_t n_di
         hc_set_error("gguf writer: tensor '%s': unknown type id %" PRIu32, name, type);
         return -1;
     }
-    wtensor t = {.n_dims = n_dims, .type = type};
+    uint32_t file_type = type;
+    if (!memcmp(w->magic, "PWRI", 4) && hc_pwri_type_write(type, &file_type)) {
+        hc_set_error("gguf writer: tensor '%s': type %s cannot go in a PWRI file (PowerInfer's "
+                     "ggml has no id for it)",
+                     name, hc_ggml_type_name(type));
+        return -1;
+    }
+    wtensor t = {.n_dims = n_dims, .type = file_type};
     uint64_t nel = 1;
     for (uint32_t d = 0; d < HC_GGUF_MAX_DIMS; d++) {
         t.ne[d] = d < n_dims ? ne[d] : 1;

@@ -1081,6 +1081,127 @@ START_TEST(test_writer_errors)
 }
 END_TEST
 
+/* ---- PowerInfer's type ids in PWRI files ------------------------------------------ */
+/* Tensors i8/i16/i32 with ids 16, 17, 18 (PowerInfer's I8, I16, I32; modern
+ * ggml's IQ2_XXS, IQ2_XS, IQ3_XXS), new32 with 26 (modern I32) and q4 with 2,
+ * all [256] at offset 0 (ranges may overlap): bytes built here, not by the
+ * writer under test. */
+static tbuf pwri_ids_file(const char *magic)
+{
+    static const struct {
+        const char *name;
+        uint32_t type;
+    } t[] = {{"i8", 16}, {"i16", 17}, {"i32", 18}, {"new32", 26}, {"q4", 2}};
+    tbuf b = {0};
+    uint64_t ne[1] = {256};
+    tb_put(&b, magic, 4);
+    tb_u32(&b, 3);
+    tb_u64(&b, 5);
+    tb_u64(&b, 0);
+    for (size_t i = 0; i < 5; i++)
+        tb_tensor(&b, t[i].name, 1, ne, t[i].type, 0);
+    tb_pad(&b, 32);
+    for (int i = 0; i < 1024; i++)
+        tb_u8(&b, (uint8_t)i);
+    return b;
+}
+
+START_TEST(test_pwri_type_ids)
+{
+    char err[256] = "";
+    /* PWRI: 16..18 are PowerInfer's integer types, 26 stays I32. */
+    tbuf b = pwri_ids_file("PWRI");
+    hc_gguf *g = hc_gguf_open_memory(b.p, b.len, err, sizeof err);
+    ck_assert_msg(g != NULL, "%s", err);
+    static const uint32_t pwri_type[5] = {24, 25, 26, 26, 2};
+    static const uint64_t pwri_bytes[5] = {256, 512, 1024, 1024, 144};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_uint_eq(g->tensors[i].type, pwri_type[i]);
+        ck_assert_uint_eq(g->tensors[i].n_bytes, pwri_bytes[i]);
+    }
+    ck_assert_str_eq(hc_ggml_type_name(g->tensors[2].type), "i32");
+    hc_gguf_close(g);
+    free(b.p);
+    /* The same bytes as plain GGUF: the modern ids, IQ types included. */
+    b = pwri_ids_file("GGUF");
+    g = hc_gguf_open_memory(b.p, b.len, err, sizeof err);
+    ck_assert_msg(g != NULL, "%s", err);
+    static const uint32_t gguf_type[5] = {16, 17, 18, 26, 2};
+    static const uint64_t gguf_bytes[5] = {66, 74, 98, 1024, 144};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_uint_eq(g->tensors[i].type, gguf_type[i]);
+        ck_assert_uint_eq(g->tensors[i].n_bytes, gguf_bytes[i]);
+    }
+    ck_assert_str_eq(hc_ggml_type_name(g->tensors[2].type), "iq3_xxs");
+    hc_gguf_close(g);
+    free(b.p);
+}
+END_TEST
+
+/* What the writer stores: PowerInfer's ids in a PWRI file, modern ones in a
+ * GGUF file (checked on the raw bytes), the same modern ids read back. */
+START_TEST(test_writer_pwri_type_ids)
+{
+    static const struct {
+        const char *name;
+        uint32_t type, pwri_id;
+        uint64_t ne0, n_bytes;
+    } t[] = {{"t.i8", 24, 16, 8, 8},       {"t.i16", 25, 17, 8, 16},   {"t.i32", 26, 18, 8, 32},
+             {"t.f32", 0, 0, 8, 32},       {"t.f16", 1, 1, 8, 16},     {"t.q4", 2, 2, 32, 18},
+             {"t.q8", 8, 8, 32, 34},       {"t.q6k", 14, 14, 256, 210}};
+    const size_t n = sizeof t / sizeof t[0];
+    const char *magics[2] = {"PWRI", "GGUF"};
+    char err[256], path[512], magic[5];
+    uint8_t data[256];
+    fill_pattern(data, sizeof data, 7);
+    for (int m = 0; m < 2; m++) {
+        snprintf(path, sizeof path, "%s/ids-%s.gguf", hc_test_tmpdir(), magics[m]);
+        hc_gguf_writer *w = hc_gguf_writer_new(magics[m], 3, 32);
+        ck_assert_ptr_nonnull(w);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_msg(hc_gguf_writer_add_tensor(w, t[i].name, 1, &t[i].ne0, t[i].type) == 0,
+                          "%s: %s", t[i].name, hc_last_error());
+        ck_assert_int_eq(hc_gguf_writer_begin(w, path, err, sizeof err), 0);
+        for (size_t i = 0; i < n; i++)
+            ck_assert_int_eq(hc_gguf_writer_write_data(w, data, t[i].n_bytes, err, sizeof err),
+                             0);
+        ck_assert_msg(hc_gguf_writer_finish(w, err, sizeof err) == 0, "%s", err);
+        hc_gguf_writer_free(w);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t raw = UINT32_MAX;
+            ck_assert_int_eq(hc_test_raw_tensor_type(path, t[i].name, &raw, magic), 0);
+            ck_assert_str_eq(magic, magics[m]);
+            ck_assert_msg(raw == (m == 0 ? t[i].pwri_id : t[i].type), "%s %s: stored as %u",
+                          magics[m], t[i].name, raw);
+        }
+        hc_gguf *g = open_path(path);
+        for (size_t i = 0; i < n; i++) {
+            const hc_gguf_tensor *ti = hc_gguf_find_tensor(g, t[i].name);
+            ck_assert_ptr_nonnull(ti);
+            ck_assert_uint_eq(ti->type, t[i].type);
+            ck_assert_uint_eq(ti->n_bytes, t[i].n_bytes);
+            ck_assert_int_eq(memcmp(ti->data, data, t[i].n_bytes), 0);
+        }
+        hc_gguf_close(g);
+        unlink(path);
+    }
+    /* Types PowerInfer's ggml has no id for are refused in a PWRI file (and
+     * still written to a GGUF one). */
+    static const uint32_t foreign[] = {16, 17, 18, 19, 23, 27, 28, 30, 39};
+    for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
+        uint64_t ne0 = 256;
+        hc_gguf_writer *w = hc_gguf_writer_new("PWRI", 3, 32);
+        ck_assert_int_eq(hc_gguf_writer_add_tensor(w, "x", 1, &ne0, foreign[i]), -1);
+        ck_assert_ptr_nonnull(strstr(hc_last_error(), "PWRI"));
+        ck_assert_ptr_nonnull(strstr(hc_last_error(), hc_ggml_type_name(foreign[i])));
+        hc_gguf_writer_free(w);
+        w = hc_gguf_writer_new("GGUF", 3, 32);
+        ck_assert_int_eq(hc_gguf_writer_add_tensor(w, "x", 1, &ne0, foreign[i]), 0);
+        hc_gguf_writer_free(w);
+    }
+}
+END_TEST
+
 static Suite *gguf_suite(void)
 {
     Suite *s = suite_create("gguf");
@@ -1091,6 +1212,7 @@ static Suite *gguf_suite(void)
     tcase_add_test(tc, test_relu2m_reglu1m);
     tcase_add_test(tc, test_vocab_only);
     tcase_add_test(tc, test_type_table);
+    tcase_add_test(tc, test_pwri_type_ids);
     tcase_add_test(tc, test_mini_valid);
     tcase_add_loop_test(tc, test_faults, F_NONE + 1, F_COUNT);
     tcase_add_test(tc, test_fault_from_file);
@@ -1102,6 +1224,7 @@ static Suite *gguf_suite(void)
     tcase_add_test(tw, test_writer_bytes);
     tcase_add_test(tw, test_writer_roundtrip);
     tcase_add_test(tw, test_writer_errors);
+    tcase_add_test(tw, test_writer_pwri_type_ids);
     suite_add_tcase(s, tw);
     return s;
 }

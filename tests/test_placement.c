@@ -578,6 +578,12 @@ START_TEST(gpuidx_layout)
         ck_assert_str_eq(tb->name, name);
         ck_assert_uint_eq(ti->type, HC_GGML_TYPE_I32);
         ck_assert_uint_eq(tb->type, HC_GGML_TYPE_I32);
+        /* On disk I32 is PowerInfer's id 18, or PowerInfer cannot load it. */
+        uint32_t raw[2] = {0, 0};
+        ck_assert_int_eq(hc_test_raw_tensor_type(path, ti->name, &raw[0], NULL), 0);
+        ck_assert_int_eq(hc_test_raw_tensor_type(path, tb->name, &raw[1], NULL), 0);
+        ck_assert_uint_eq(raw[0], 18);
+        ck_assert_uint_eq(raw[1], 18);
         ck_assert_uint_eq(ti->ne[0], 64);
         ck_assert_uint_eq(tb->ne[0], (uint64_t)n_hot[l]);
         int32_t v[64];

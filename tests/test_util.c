@@ -108,3 +108,109 @@ int hc_test_argmax(const float *x, int n)
             best = i;
     return best;
 }
+
+/* ---- an independent GGUF walker (little-endian, v2/v3 layouts alike) ---- */
+typedef struct raw_walk {
+    const uint8_t *p;
+    size_t len, pos;
+} raw_walk;
+
+static int raw_take(raw_walk *w, size_t n, const uint8_t **out)
+{
+    if (n > w->len - w->pos)
+        return -1;
+    *out = w->p + w->pos;
+    w->pos += n;
+    return 0;
+}
+
+static int raw_u64(raw_walk *w, uint64_t *v)
+{
+    const uint8_t *b;
+    if (raw_take(w, 8, &b))
+        return -1;
+    *v = 0;
+    for (int i = 7; i >= 0; i--)
+        *v = *v << 8 | b[i];
+    return 0;
+}
+
+static int raw_u32(raw_walk *w, uint32_t *v)
+{
+    const uint8_t *b;
+    if (raw_take(w, 4, &b))
+        return -1;
+    *v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    return 0;
+}
+
+static int raw_skip_str(raw_walk *w)
+{
+    uint64_t n;
+    const uint8_t *b;
+    return raw_u64(w, &n) || n > w->len || raw_take(w, (size_t)n, &b) ? -1 : 0;
+}
+
+/* Skip one metadata value of GGUF value type t (the spec's numbering). */
+static int raw_skip_value(raw_walk *w, uint32_t t, int depth)
+{
+    static const uint8_t size[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+    const uint8_t *b;
+    if (t == 8)
+        return raw_skip_str(w);
+    if (t == 9) {
+        uint32_t at;
+        uint64_t n;
+        if (depth || raw_u32(w, &at) || raw_u64(w, &n))
+            return -1;
+        for (uint64_t i = 0; i < n; i++)
+            if (raw_skip_value(w, at, 1))
+                return -1;
+        return 0;
+    }
+    return t < 13 && size[t] ? raw_take(w, size[t], &b) : -1;
+}
+
+int hc_test_raw_tensor_type(const char *path, const char *name, uint32_t *type, char *magic)
+{
+    size_t len;
+    char *file = hc_test_read_file(path, &len);
+    raw_walk w = {(const uint8_t *)file, len, 0};
+    const uint8_t *b;
+    uint32_t ver;
+    uint64_t nt, nkv;
+    int rc = -1;
+    if (!file || raw_take(&w, 4, &b) || raw_u32(&w, &ver) || raw_u64(&w, &nt) ||
+        raw_u64(&w, &nkv))
+        goto out;
+    if (magic) {
+        memcpy(magic, b, 4);
+        magic[4] = 0;
+    }
+    for (uint64_t i = 0; i < nkv; i++) {
+        uint32_t t;
+        if (raw_skip_str(&w) || raw_u32(&w, &t) || raw_skip_value(&w, t, 0))
+            goto out;
+    }
+    for (uint64_t i = 0; i < nt; i++) {
+        uint64_t n, ne, off;
+        uint32_t nd, t;
+        const uint8_t *s;
+        if (raw_u64(&w, &n) || n > len || raw_take(&w, (size_t)n, &s) || raw_u32(&w, &nd) ||
+            nd > 4)
+            goto out;
+        for (uint32_t d = 0; d < nd; d++)
+            if (raw_u64(&w, &ne))
+                goto out;
+        if (raw_u32(&w, &t) || raw_u64(&w, &off))
+            goto out;
+        if (n == strlen(name) && !memcmp(s, name, (size_t)n)) {
+            *type = t;
+            rc = 0;
+            goto out;
+        }
+    }
+out:
+    free(file);
+    return rc;
+}
