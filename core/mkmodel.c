@@ -42,9 +42,9 @@
  * Power-law profile.  The k-th most active neuron fires with probability
  * p_k = clamp(s * k^-alpha, 1e-7, 0.999), s chosen so that mean(p) =
  * 1 - sparsity; the ranks are shuffled over the neuron ids, differently in
- * each layer.  The file records these designed p_r as
- * blk.N.ffn_act_count = round(p_r * 1e6) with hotcold.activation.n_tokens =
- * 1e6.
+ * each layer.  The file records these designed p_r as layer N's activation
+ * counts round(p_r * 1e6) (the metadata array of act_counts.h, so PowerInfer
+ * loads the file) with hotcold.activation.n_tokens = 1e6.
  *
  * Calibration.  The residual's size changes from layer to layer, so rho_t
  * cannot be known in advance.  While it writes the file the generator runs a
@@ -79,6 +79,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "act_counts.h"
 #include "gguf.h"
 #include "hotcold/hotcold.h"
 #include "log.h"
@@ -105,14 +106,15 @@
 #define FIRST_NORMAL 259      /* <unk> <s> </s>, 256 byte tokens, then pieces */
 #define MAX_PIECE 16          /* bytes of a generated vocab piece */
 
-/* Tensor kinds; also the RNG tags (with a few tags that are not tensors). */
+/* Tensor kinds; also the RNG tags (with a few tags that are not tensors).
+ * K_ACT_COUNT names no tensor since the counts became metadata; it stays so
+ * that the later tags, and so every generated weight, keep their values. */
 enum {
     K_TOK_EMBD = 1, K_OUTPUT_NORM, K_OUTPUT, K_ATTN_NORM, K_WQ, K_WK, K_WV, K_WO,
     K_FFN_NORM, K_GATE, K_UP, K_DOWN_T, K_FC1, K_FC2, K_ACT_COUNT,
     T_A, T_B, T_PERM, T_CALIB, T_VOCAB
 };
 #define GLOBAL_LAYER 0xffffffu
-#define GGML_TYPE_I32 26u
 
 /* ---- random numbers ----------------------------------------------------------- */
 static uint64_t mix64(uint64_t z)
@@ -278,7 +280,7 @@ typedef struct plan_tensor {
     uint32_t type;
 } plan_tensor;
 
-enum { PER_LAYER = 12 }; /* tensors per layer */
+enum { PER_LAYER = 11 }; /* tensors per layer */
 
 /* 2-D weights in the requested type, F16 where a row does not split into
  * blocks of 32 (as hotcold quantize does). */
@@ -302,7 +304,7 @@ static void plan_set(plan_tensor *t, const char *name, int kind, uint32_t layer,
 }
 
 /* Declaration (= writing) order: token_embd, output_norm, output, then per
- * layer attention, ffn_norm, gate, up, down_t, fc1, fc2, ffn_act_count. */
+ * layer attention, ffn_norm, gate, up, down_t, fc1, fc2. */
 static plan_tensor *make_plan(const hc_mkmodel_params *p, size_t *count)
 {
     const uint64_t n = (uint64_t)p->n_embd, ff = (uint64_t)p->n_ff, H = (uint64_t)rank_of(p);
@@ -335,7 +337,6 @@ static plan_tensor *make_plan(const hc_mkmodel_params *p, size_t *count)
         plan_set(&l[8], NAME("ffn_down_t.weight"), K_DOWN_T, L, n, ff, matrix_type(ty, n));
         plan_set(&l[9], NAME("fc1.weight"), K_FC1, L, n, H, matrix_type(ty, n));
         plan_set(&l[10], NAME("fc2.weight"), K_FC2, L, H, ff, matrix_type(ty, H));
-        plan_set(&l[11], NAME("ffn_act_count"), K_ACT_COUNT, L, ff, 0, GGML_TYPE_I32);
 #undef NAME
     }
     *count = total;
@@ -344,8 +345,6 @@ static plan_tensor *make_plan(const hc_mkmodel_params *p, size_t *count)
 
 static uint64_t tensor_bytes(const plan_tensor *t)
 {
-    if (t->type == GGML_TYPE_I32)
-        return t->ne[0] * 4u * t->ne[1];
     return hc_type_row_size((hc_type)t->type, (int64_t)t->ne[0]) * t->ne[1];
 }
 
@@ -364,9 +363,11 @@ uint64_t hc_mkmodel_file_size(const hc_mkmodel_params *p)
     }
     free(t);
     /* Metadata: each vocab piece is at most MAX_PIECE bytes plus its 8-byte
-     * length, a score and a type; the other keys fit in 64 KiB. */
+     * length, a score and a type; each layer's counts an array of n_ff
+     * int32 under a key of under 64 bytes; the other keys fit in 64 KiB. */
     uint64_t vocab = (uint64_t)p->n_vocab * (8 + MAX_PIECE + 4 + 4);
-    return 24 + 65536 + vocab + infos + 32 + (data + 31u) / 32u * 32u;
+    uint64_t counts = (uint64_t)p->n_layer * (8 + 64 + 4 + 4 + 8 + 4 * (uint64_t)p->n_ff);
+    return 24 + 65536 + vocab + counts + infos + 32 + (data + 31u) / 32u * 32u;
 }
 
 /* ---- threads -------------------------------------------------------------------- */
@@ -839,18 +840,29 @@ static int write_layer(mk *s, const plan_tensor *t, uint32_t il)
     if (write_matrix(s, &t[8], NULL, NULL))
         return -1;
     add_into(s->x, s->o, T * n);
-    if (write_matrix(s, &t[9], NULL, NULL) || write_matrix(s, &t[10], NULL, NULL))
-        return -1;
+    return write_matrix(s, &t[9], NULL, NULL) || write_matrix(s, &t[10], NULL, NULL) ? -1 : 0;
+}
 
-    /* The designed statistics, as a profile of NOMINAL_TOKENS tokens. */
-    int32_t *cnt = malloc((size_t)ff * sizeof *cnt);
+/* The designed statistics of every layer, as a profile of NOMINAL_TOKENS
+ * tokens, declared as metadata (act_counts.h). */
+static int set_counts(mk *s, hc_gguf_writer *w)
+{
+    int rc = -1;
+    int32_t *cnt = malloc((size_t)s->ff * sizeof *cnt);
     if (!cnt) {
         hc_set_error("mkmodel: out of memory");
         return -1;
     }
-    for (int64_t r = 0; r < ff; r++)
-        cnt[r] = (int32_t)llround(s->p_layer[r] * NOMINAL_TOKENS);
-    int rc = write_vector(s, &t[11], cnt);
+    for (int il = 0; il < s->p->n_layer; il++) {
+        if (layer_profile(s, (uint32_t)il))
+            goto out;
+        for (int64_t r = 0; r < s->ff; r++)
+            cnt[r] = (int32_t)llround(s->p_layer[r] * NOMINAL_TOKENS);
+        if (hc_act_counts_put(w, il, cnt, (uint64_t)s->ff))
+            goto out;
+    }
+    rc = 0;
+out:
     free(cnt);
     return rc;
 }
@@ -1188,7 +1200,7 @@ int hc_mkmodel_write(const char *path, const hc_mkmodel_params *p,
     s.progress = progress;
     s.user = user;
     s.w = hc_gguf_writer_new("PWRI", 3, HC_GGUF_DEFAULT_ALIGNMENT);
-    if (!s.w || set_metadata(&s, s.w, &v))
+    if (!s.w || set_metadata(&s, s.w, &v) || set_counts(&s, s.w))
         goto out;
     for (size_t i = 0; i < n_plan; i++) {
         if (hc_gguf_writer_add_tensor(s.w, plan[i].name, plan[i].n_dims, plan[i].ne,

@@ -4,7 +4,8 @@
  * hc_mkmodel_write() produces a llama-architecture ReGLU model of any shape,
  * with `ffn_down_t`, per-layer predictors (fc1/fc2), powerinfer.sparse_threshold,
  * a synthetic SentencePiece vocabulary and the activation statistics the
- * file was designed with (hotcold.activation.n_tokens, blk.N.ffn_act_count).
+ * file was designed with (hotcold.activation.n_tokens and the per-layer
+ * counts arrays of act_counts.h).
  * Its real FFN activations follow a chosen power-law profile and its
  * predictor matches them; core/mkmodel.c explains how.
  *

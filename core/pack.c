@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act_counts.h"
 #include "gguf.h"
 #include "log.h"
 #include "profile.h"
@@ -238,22 +239,29 @@ static int declare_keys(pack_ctx *c, hc_gguf_writer *w)
         if (i >= 0 && hc_gguf_writer_copy_kv(w, &c->pred->kv[i]))
             return -1;
     }
-    if (c->prof) {
-        int64_t i = hc_gguf_find_key(c->prof, HC_ACT_KEY_N_TOKENS);
-        if (hc_gguf_writer_copy_kv(w, &c->prof->kv[i]))
+    if (!c->prof) /* the input's own counts, if it has any, as metadata */
+        return hc_act_counts_carry(w, c->model);
+    int64_t i = hc_gguf_find_key(c->prof, HC_ACT_KEY_N_TOKENS);
+    if (hc_gguf_writer_copy_kv(w, &c->prof->kv[i]))
+        return -1;
+    /* The profile's counts (checked: I32 [n_ff]), as metadata: they
+     * replace any the input carried. */
+    for (int il = 0; il < c->n_layer; il++) {
+        const hc_gguf_tensor *t = layer_tensor(c->prof, il, "ffn_act_count");
+        if (hc_act_counts_put(w, il, t->data, t->ne[0]))
             return -1;
     }
     return 0;
 }
 
-static int is_replaced(const pack_ctx *c, const char *name)
+static int is_replaced(const char *name)
 {
     const char *rest;
     if (layer_of(name, &rest) < 0)
         return 0;
     if (!strcmp(rest, "fc1.weight") || !strcmp(rest, "fc2.weight"))
         return 1; /* a PWRI input's old predictors */
-    return c->prof && !strcmp(rest, "ffn_act_count");
+    return hc_act_counts_is_tensor(name); /* counts go into metadata */
 }
 
 /* Tensors in output order; *n_out set.  Each entry points at the source
@@ -266,8 +274,8 @@ typedef struct out_tensor {
 
 static int plan_tensors(pack_ctx *c, out_tensor **plan, int *n_out)
 {
-    /* Each down brings at most three companions, and a layer has one down. */
-    size_t cap = c->model->n_tensors + 3u * (size_t)c->n_layer;
+    /* Each down brings two companions, and a layer has one down. */
+    size_t cap = c->model->n_tensors + 2u * (size_t)c->n_layer;
     out_tensor *p = calloc(cap, sizeof *p);
     int n = 0;
     if (!p) {
@@ -278,11 +286,11 @@ static int plan_tensors(pack_ctx *c, out_tensor **plan, int *n_out)
         const hc_gguf_tensor *t = &c->model->tensors[i];
         const char *rest;
         int il = layer_of(t->name, &rest);
-        if (is_replaced(c, t->name))
+        if (is_replaced(t->name))
             continue;
         int is_down = il >= 0 && il < c->n_layer &&
                       (!strcmp(rest, "ffn_down.weight") || !strcmp(rest, "ffn_down_t.weight"));
-        if ((size_t)n + 1 + (is_down ? 3u : 0u) > cap) {
+        if ((size_t)n + 1 + (is_down ? 2u : 0u) > cap) {
             free(p);
             hc_set_error("pack: internal error planning tensors");
             return -1;
@@ -296,10 +304,10 @@ static int plan_tensors(pack_ctx *c, out_tensor **plan, int *n_out)
         n++;
         if (!is_down)
             continue;
-        /* The layer's sparse companions follow its down projection. */
-        const char *extra[3] = {"fc1.weight", "fc2.weight", "ffn_act_count"};
-        for (int k = 0; k < (c->prof ? 3 : 2); k++) {
-            p[n].src = layer_tensor(k < 2 ? c->pred : c->prof, il, extra[k]);
+        /* The layer's predictor follows its down projection. */
+        const char *extra[2] = {"fc1.weight", "fc2.weight"};
+        for (int k = 0; k < 2; k++) {
+            p[n].src = layer_tensor(c->pred, il, extra[k]);
             snprintf(p[n].name, sizeof p[n].name, "blk.%d.%s", il, extra[k]);
             n++;
         }

@@ -9,12 +9,14 @@
  *     predictor's held-out recall/precision arrays, and, with a profile,
  *     hotcold.activation.n_tokens; <arch>.ffn_act is kept as the input has
  *     it (a PWRI llama without it means ReGLU; a plain llama without it is
- *     SwiGLU, which has no exact zeros to exploit: that is an error);
+ *     SwiGLU, which has no exact zeros to exploit: that is an error); the
+ *     profile's (or else the input's own) activation counts as the metadata
+ *     arrays of act_counts.h, not as tensors, so PowerInfer loads the file;
  *   - every tensor of the input in its order, except that
  *     blk.{i}.ffn_down.weight ([n_ff, n_embd]) becomes
  *     blk.{i}.ffn_down_t.weight ([n_embd, n_ff]: row r = what neuron r adds),
  *     followed by blk.{i}.fc1.weight, blk.{i}.fc2.weight (F32, from the
- *     predictor) and, with a profile, blk.{i}.ffn_act_count (I32 [n_ff]).
+ *     predictor); counts tensors (blk.{i}.ffn_act_count) are left out.
  *     An input that is already PWRI keeps its ffn_down_t; its old predictors
  *     (and, given a new profile, its old counts) are replaced.
  * The transpose: F32 and F16 exactly (bit for bit); Q8_0 / Q4_0 are

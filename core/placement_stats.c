@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act_counts.h"
 #include "log.h"
 #include "profile.h"
 #include "torch_pt.h"
@@ -27,10 +28,12 @@ static int check_shape(const char *who, int n_layer, int64_t n_ff, float **freq_
 
 int hc_place_freq_from_gguf(const hc_gguf *g, int n_layer, int64_t n_ff, float **freq_out)
 {
-    char name[64];
+    char where[256];
     float *freq = NULL;
     int present = 0;
     uint32_t blocks;
+    const void *data;
+    uint64_t n;
     if (check_shape("activation counts", n_layer, n_ff, freq_out))
         return -1;
     if (!g) {
@@ -38,8 +41,13 @@ int hc_place_freq_from_gguf(const hc_gguf *g, int n_layer, int64_t n_ff, float *
         return -1;
     }
     for (int l = 0; l < n_layer; l++) {
-        snprintf(name, sizeof name, HC_ACT_TENSOR_FMT, l);
-        present += hc_gguf_find_tensor(g, name) != NULL;
+        int found = hc_act_counts_find(g, l, &data, &n, NULL, 0);
+        if (found < 0) {
+            snprintf(where, sizeof where, "%s", hc_last_error());
+            hc_set_error("activation counts: %s", where);
+            return -1;
+        }
+        present += found;
     }
     if (!present)
         return 0; /* no statistics: not an error, the solver copes */
@@ -56,28 +64,27 @@ int hc_place_freq_from_gguf(const hc_gguf *g, int n_layer, int64_t n_ff, float *
         return -1;
     }
     for (int l = 0; l < n_layer; l++) {
-        snprintf(name, sizeof name, HC_ACT_TENSOR_FMT, l);
-        const hc_gguf_tensor *t = hc_gguf_find_tensor(g, name);
-        if (!t) {
-            hc_set_error("activation counts: tensor %s is missing (%d of %d layers have counts)",
-                         name, present, n_layer);
+        if (hc_act_counts_find(g, l, &data, &n, where, sizeof where) != 1) {
+            hc_set_error("activation counts: tensor " HC_ACT_TENSOR_FMT
+                         " is missing, and so is key " HC_ACT_KEY_COUNT_FMT
+                         " (%d of %d layers have counts)",
+                         l, l, present, n_layer);
             goto fail;
         }
-        if (t->type != HC_GGML_TYPE_I32 || t->n_dims != 1 || t->ne[0] != (uint64_t)n_ff) {
-            hc_set_error("activation counts: tensor %s is %s [%" PRIu64
-                         "%s], expected i32 [%" PRId64 "] (the model's n_ff)",
-                         name, hc_ggml_type_name(t->type), t->ne[0], t->n_dims > 1 ? ", ..." : "",
-                         n_ff);
+        if (n != (uint64_t)n_ff) {
+            hc_set_error("activation counts: %s has %" PRIu64 " entries, expected %" PRId64
+                         " (the model's n_ff)",
+                         where, n, n_ff);
             goto fail;
         }
-        const uint8_t *src = t->data;
+        const uint8_t *src = data;
         float *dst = freq + (size_t)l * (size_t)n_ff;
         for (int64_t r = 0; r < n_ff; r++) {
             int32_t v;
             memcpy(&v, src + 4 * (size_t)r, 4);
             if (v < 0) {
-                hc_set_error("activation counts: %s[%" PRId64 "] = %" PRId32 " is negative", name,
-                             r, v);
+                hc_set_error("activation counts: %s[%" PRId64 "] = %" PRId32 " is negative",
+                             where, r, v);
                 goto fail;
             }
             dst[r] = (float)v;

@@ -1,8 +1,9 @@
 /*
  * Where the placement solver's activation frequencies come from
  * (hc_place_layer_in.freq):
- *   (a) `blk.{i}.ffn_act_count` I32 [n_ff] tensors (core/profile.h), carried
- *       by a packed PWRI model or by a profile side file;
+ *   (a) per-layer I32 [n_ff] counts (core/act_counts.h): metadata arrays in
+ *       a packed PWRI model, `blk.{i}.ffn_act_count` tensors in a profile
+ *       side file (and in PWRI models hotcold wrote before 2026-12);
  *   (b) PowerInfer's `activation/activation_<i>.pt` folder.
  * Both give one float per neuron, layer-major: freq[i * n_ff + r], so layer
  * i's pointer for the solver is freq + i * n_ff.  Only ratios matter to the
@@ -16,9 +17,9 @@
 
 #include "gguf.h"
 
-/* Counts from g's blk.{i}.ffn_act_count tensors for layers 0..n_layer-1.
+/* Counts from g (either form of act_counts.h) for layers 0..n_layer-1.
  * None of them present: 0 with *freq_out = NULL (the solver then treats
- * every neuron alike).  Some but not all present, a tensor that is not
+ * every neuron alike).  Some but not all present, counts that are not
  * I32 [n_ff], a negative count, or hotcold.activation.block_count (when
  * present) other than n_layer: -1 with hc_last_error() naming the tensor
  * or key.  On success *freq_out is malloc'd [n_layer * n_ff]; free() it. */

@@ -15,7 +15,8 @@
  *   hotcold.activation.model        str  (the model's path or name)
  *   hotcold.activation.n_tokens     u64  (tokens profiled)
  *   blk.{i}.ffn_act_count           I32 [n_ff]  (tokens on which neuron r fired)
- * and the same key/tensors carry the statistics inside packed PWRI models.
+ * Packed PWRI models carry the same counts as metadata arrays instead
+ * (act_counts.h).
  */
 #ifndef HC_CORE_PROFILE_H
 #define HC_CORE_PROFILE_H

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "act_counts.h"
 #include "gguf.h"
 #include "hotcold/hotcold.h"
 #include "log.h"
@@ -108,6 +109,13 @@ static int copy_tensor(hc_gguf_writer *w, const hc_gguf_tensor *t, char *err, si
     return 0;
 }
 
+/* A PWRI input's counts tensors (written by hotcold before 2026-12) go out
+ * as metadata (act_counts.h), so PowerInfer can load the result. */
+static int moved_to_metadata(const hc_gguf *g, const hc_gguf_tensor *t)
+{
+    return hc_gguf_is_pwri(g) && hc_act_counts_is_tensor(t->name);
+}
+
 int hc_quantize_file(const char *in, const char *out, hc_type type,
                      void (*progress)(void *user, int done, int total, const char *tensor),
                      void *user)
@@ -192,18 +200,22 @@ int hc_quantize_file_mixed(const char *in, const char *out, hc_type type, hc_typ
     for (uint64_t i = 0; i < g->n_kv; i++)
         if (hc_gguf_writer_copy_kv(w, &g->kv[i]))
             goto out;
+    if (hc_gguf_is_pwri(g) && hc_act_counts_carry(w, g))
+        goto out;
     if (hc_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype))
         goto out;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const hc_gguf_tensor *t = &g->tensors[i];
-        if (hc_gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne, types[i]))
+        if (!moved_to_metadata(g, t) &&
+            hc_gguf_writer_add_tensor(w, t->name, t->n_dims, t->ne, types[i]))
             goto out;
     }
     if (hc_gguf_writer_begin(w, out, err, sizeof err))
         goto out; /* hc_set_error done by the writer */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const hc_gguf_tensor *t = &g->tensors[i];
-        int bad = types[i] == t->type
+        int bad = moved_to_metadata(g, t) ? 0
+                  : types[i] == t->type
                       ? copy_tensor(w, t, err, sizeof err)
                       : convert_tensor(w, t, (hc_type)types[i], f, buf, err, sizeof err);
         if (bad)

@@ -15,9 +15,10 @@
  *                   with axpy_rows, which has no Q6_K kernel); for
  *                   Q8_0/Q4_0 only when ne0 is a multiple of 32, otherwise
  *                   F16.  Each fallback is logged as a warning.
- * Other tensors are copied unchanged.  A tensor that must be converted has to
- * be F32, F16, Q8_0, Q4_0 or Q6_K; anything else is an error.  Tensors
- * already in their output type are copied bit for bit.
+ * Other tensors are copied unchanged, except that a PWRI input's activation
+ * counts tensors become metadata arrays (act_counts.h).  A tensor that must
+ * be converted has to be F32, F16, Q8_0, Q4_0 or Q6_K; anything else is an
+ * error.  Tensors already in their output type are copied bit for bit.
  * PowerInfer's `quantize ... Q4_0` is hc_quantize_file_mixed(.., Q4_0, Q6_K,
  * ..): every 2-D weight Q4_0 but output.weight Q6_K.
  * The conversion streams tensor by tensor (the input is memory-mapped, the

@@ -7,7 +7,8 @@
  * generator's calibration sequence), and measures, per layer, which neurons
  * really fire (gate . xn > 0) and which the stored predictor selects
  * (fc2 . relu(fc1 . p) >= 0).  The designed profile is read back from the
- * file's activation statistics (blk.N.ffn_act_count / n_tokens).
+ * file's activation statistics (hotcold.activation.blk.N.ffn_act_count /
+ * n_tokens).
  *
  * Tolerances:
  *  - recall at threshold 0 in F32: the predictor is exact up to float
@@ -158,10 +159,17 @@ static void meas_init(meas *m, const hc_gguf *g, int max_tokens)
         l->per_token = calloc((size_t)max_tokens, sizeof *l->per_token);
         l->counts = malloc((size_t)m->n_ff * sizeof *l->counts);
         ck_assert(l->per_neuron && l->per_token && l->counts);
-        mat c = tensor(g, "blk.%d.ffn_act_count", il);
-        ck_assert_int_eq(c.type, 26);
-        ck_assert_int_eq(c.cols, m->n_ff);
-        memcpy(l->counts, c.data, (size_t)m->n_ff * sizeof *l->counts);
+        /* The counts are metadata (a tensor PowerInfer does not know
+         * would stop it loading the file). */
+        char key[96];
+        uint32_t et;
+        uint64_t n;
+        const void *data;
+        snprintf(key, sizeof key, "hotcold.activation.blk.%d.ffn_act_count", il);
+        ck_assert_msg(hc_gguf_get_arr(g, key, &et, &n, &data) == 0, "key %s missing", key);
+        ck_assert_int_eq(et, HC_GGUF_I32);
+        ck_assert_int_eq(n, m->n_ff);
+        memcpy(l->counts, data, (size_t)m->n_ff * sizeof *l->counts);
         double sum = 0;
         for (int r = 0; r < m->n_ff; r++)
             sum += l->counts[r];
@@ -544,6 +552,10 @@ START_TEST(test_types)
         ck_assert_uint_eq(fc2->ne[0], 48);
         ck_assert_uint_eq(fc2->type, HC_TYPE_F16); /* 48 % 32 != 0 */
         ck_assert_uint_eq(norm->type, HC_TYPE_F32);
+        /* Only tensors PowerInfer's loader creates (it refuses others). */
+        const char *odd = hc_test_tensor_unknown_to_powerinfer(path);
+        ck_assert_ptr_nonnull(odd);
+        ck_assert_msg(!*odd, "tensor %s would stop PowerInfer loading the file", odd);
         uint32_t ft;
         ck_assert(hc_gguf_get_u32(g, "general.file_type", &ft) == 0);
         ck_assert_uint_eq(ft, cases[i].type == HC_TYPE_F16 ? 1 : cases[i].type == HC_TYPE_Q8_0 ? 7 : 2);

@@ -31,6 +31,7 @@
 
 #include "gguf.h"
 #include "hotcold/hotcold.h"
+#include "placement_stats.h"
 #include "quantize.h"
 #include "test_util.h"
 
@@ -391,6 +392,47 @@ START_TEST(test_pwri_stays_pwri)
 }
 END_TEST
 
+/* relu2M.powerinfer.gguf, as shipped, keeps its activation counts as I32
+ * tensors (hotcold before 2026-12), which PowerInfer's loader refuses: the
+ * quantized file carries them as metadata arrays, bit for bit, and the
+ * placement reads the same counts from both. */
+START_TEST(test_pwri_counts_become_metadata)
+{
+    const char *in = hc_test_path(HC_MODELS_DIR, "relu2M.powerinfer.gguf");
+    char out[512];
+    snprintf(out, sizeof out, "%s", tmp("relu2M-q8.powerinfer.gguf"));
+    ck_assert_msg(hc_quantize_file(in, out, HC_TYPE_Q8_0, NULL, NULL) == 0, "%s",
+                  hc_last_error());
+    hc_gguf *a = open_ok(in), *b = open_ok(out);
+    ck_assert_uint_eq(b->n_tensors, a->n_tensors - 6);
+    for (int il = 0; il < 6; il++) {
+        char name[64], key[96];
+        uint32_t et;
+        uint64_t n;
+        const void *data;
+        snprintf(name, sizeof name, "blk.%d.ffn_act_count", il);
+        snprintf(key, sizeof key, "hotcold.activation.blk.%d.ffn_act_count", il);
+        const hc_gguf_tensor *t = hc_gguf_find_tensor(a, name);
+        ck_assert(t && t->type == 26 && hc_gguf_find_key(a, key) < 0);
+        ck_assert(hc_gguf_find_tensor(b, name) == NULL);
+        ck_assert_msg(hc_gguf_get_arr(b, key, &et, &n, &data) == 0, "key %s missing", key);
+        ck_assert(et == HC_GGUF_I32 && n == t->ne[0] && !memcmp(data, t->data, 4 * n));
+    }
+    float *fa = NULL, *fb = NULL;
+    ck_assert_msg(hc_place_freq_from_gguf(a, 6, 384, &fa) == 0, "%s", hc_last_error());
+    ck_assert_msg(hc_place_freq_from_gguf(b, 6, 384, &fb) == 0, "%s", hc_last_error());
+    ck_assert(fa && fb && !memcmp(fa, fb, 6 * 384 * sizeof *fa));
+    free(fa);
+    free(fb);
+    hc_gguf_close(a);
+    hc_gguf_close(b);
+    const char *odd = hc_test_tensor_unknown_to_powerinfer(out);
+    ck_assert_ptr_nonnull(odd);
+    ck_assert_msg(!*odd, "tensor %s would stop PowerInfer loading the file", odd);
+    unlink(out);
+}
+END_TEST
+
 /* A synthetic file exercising the rules: non-weight tensors copied as they
  * are (any type), 1-D f16 weights widened to f32, short rows kept f16. */
 START_TEST(test_rules_synthetic)
@@ -707,6 +749,7 @@ static Suite *quantize_suite(void)
     tcase_add_test(tc, test_quantized_inputs);
     tcase_add_test(tc, test_existing_file_type);
     tcase_add_test(tc, test_pwri_stays_pwri);
+    tcase_add_test(tc, test_pwri_counts_become_metadata);
     tcase_add_test(tc, test_rules_synthetic);
     tcase_add_test(tc, test_q6_k);
     tcase_add_test(tc, test_bad_inputs);

@@ -682,8 +682,13 @@ START_TEST(pack_layout)
     int64_t nt;
     ck_assert(hc_gguf_get_i64(out, "hotcold.activation.n_tokens", &nt) == 0 &&
               nt == PROFILE_TOKENS);
-    /* Tensors: the input's with ffn_down -> ffn_down_t, plus 3 per layer. */
-    ck_assert_int_eq(out->n_tensors, in->n_tensors + 3 * 6);
+    /* Tensors: the input's with ffn_down -> ffn_down_t, plus fc1 and fc2 per
+     * layer, and only tensors PowerInfer's loader creates (it refuses any
+     * other: the counts are metadata). */
+    ck_assert_int_eq(out->n_tensors, in->n_tensors + 2 * 6);
+    const char *odd = hc_test_tensor_unknown_to_powerinfer(art_path("packed.gguf"));
+    ck_assert_ptr_nonnull(odd);
+    ck_assert_msg(!*odd, "tensor %s would stop PowerInfer loading the file", odd);
     for (uint64_t i = 0; i < in->n_tensors; i++) {
         const hc_gguf_tensor *t = &in->tensors[i];
         if (strstr(t->name, "ffn_down.weight")) {
@@ -708,9 +713,9 @@ START_TEST(pack_layout)
             for (int r = 0; r < 384; r++)
                 ck_assert_msg(!memcmp(&a[e * 384 + r], &b[r * 128 + e], 4),
                               "layer %d: down_t[%d][%d] != down[%d][%d]", il, r, e, e, r);
-        const char *same[3] = {"fc1.weight", "fc2.weight", "ffn_act_count"};
-        const hc_gguf *src[3] = {pred, pred, prof};
-        for (int k = 0; k < 3; k++) {
+        const char *same[2] = {"fc1.weight", "fc2.weight"};
+        const hc_gguf *src[2] = {pred, pred};
+        for (int k = 0; k < 2; k++) {
             snprintf(name, sizeof name, "blk.%d.%s", il, same[k]);
             const hc_gguf_tensor *x = hc_gguf_find_tensor(src[k], name);
             const hc_gguf_tensor *y = hc_gguf_find_tensor(out, name);
@@ -719,7 +724,16 @@ START_TEST(pack_layout)
                               !memcmp(x->data, y->data, x->n_bytes),
                           "%s differs from its source", name);
         }
-        ck_assert(hc_gguf_find_tensor(out, name)->type == 26);
+        /* The profile's counts, as the metadata array. */
+        snprintf(name, sizeof name, "blk.%d.ffn_act_count", il);
+        const hc_gguf_tensor *x = hc_gguf_find_tensor(prof, name);
+        ck_assert(hc_gguf_find_tensor(out, name) == NULL);
+        snprintf(name, sizeof name, "hotcold.activation.blk.%d.ffn_act_count", il);
+        uint32_t et;
+        uint64_t n;
+        const void *data;
+        ck_assert_msg(hc_gguf_get_arr(out, name, &et, &n, &data) == 0, "key %s missing", name);
+        ck_assert(x && et == HC_GGUF_I32 && n == x->ne[0] && !memcmp(data, x->data, 4 * n));
     }
     hc_gguf_close(in);
     hc_gguf_close(out);
@@ -774,7 +788,10 @@ START_TEST(quantize_keeps_pwri)
     ck_assert(hc_gguf_find_key(g, "powerinfer.sparse_threshold") >= 0);
     ck_assert(hc_gguf_find_tensor(g, "blk.0.ffn_down_t.weight")->type == HC_TYPE_Q8_0);
     ck_assert(hc_gguf_find_tensor(g, "blk.0.fc1.weight") != NULL);
-    ck_assert(hc_gguf_find_tensor(g, "blk.0.ffn_act_count")->type == 26);
+    ck_assert(hc_gguf_find_key(g, "hotcold.activation.blk.0.ffn_act_count") >= 0);
+    const char *odd = hc_test_tensor_unknown_to_powerinfer(q);
+    ck_assert_ptr_nonnull(odd);
+    ck_assert_msg(!*odd, "tensor %s would stop PowerInfer loading the file", odd);
     hc_gguf_close(g);
     hc_model *m = load(q, HC_SPARSE_AUTO);
     hc_model_desc d;

@@ -171,7 +171,11 @@ static int raw_skip_value(raw_walk *w, uint32_t t, int depth)
     return t < 13 && size[t] ? raw_take(w, size[t], &b) : -1;
 }
 
-int hc_test_raw_tensor_type(const char *path, const char *name, uint32_t *type, char *magic)
+/* Visit every tensor info of the file at `path`: fn(name, name_len, type,
+ * user) returns nonzero to stop.  0 when walked (or stopped), -1 if not. */
+typedef int (*raw_tensor_fn)(const uint8_t *name, size_t len, uint32_t type, void *user);
+
+static int raw_tensors(const char *path, char *magic, raw_tensor_fn fn, void *user)
 {
     size_t len;
     char *file = hc_test_read_file(path, &len);
@@ -204,13 +208,75 @@ int hc_test_raw_tensor_type(const char *path, const char *name, uint32_t *type, 
                 goto out;
         if (raw_u32(&w, &t) || raw_u64(&w, &off))
             goto out;
-        if (n == strlen(name) && !memcmp(s, name, (size_t)n)) {
-            *type = t;
-            rc = 0;
-            goto out;
-        }
+        if (fn(s, (size_t)n, t, user))
+            break;
     }
+    rc = 0;
 out:
     free(file);
     return rc;
+}
+
+typedef struct find_type {
+    const char *name;
+    uint32_t type;
+    int found;
+} find_type;
+
+static int match_type(const uint8_t *name, size_t len, uint32_t type, void *user)
+{
+    find_type *f = user;
+    if (len != strlen(f->name) || memcmp(name, f->name, len))
+        return 0;
+    f->type = type;
+    f->found = 1;
+    return 1;
+}
+
+int hc_test_raw_tensor_type(const char *path, const char *name, uint32_t *type, char *magic)
+{
+    find_type f = {name, 0, 0};
+    if (raw_tensors(path, magic, match_type, &f) || !f.found)
+        return -1;
+    *type = f.type;
+    return 0;
+}
+
+/* PowerInfer's llama/bamboo tensors (llama.cpp, llm_load_sparse_model_tensors). */
+static int powerinfer_knows(const char *name)
+{
+    static const char *const global[] = {"token_embd.weight", "output_norm.weight",
+                                         "output.weight"};
+    static const char *const layer[] = {"attn_norm.weight", "attn_q.weight", "attn_k.weight",
+                                        "attn_v.weight", "attn_output.weight",
+                                        "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight",
+                                        "ffn_down_t.weight", "fc1.weight", "fc2.weight"};
+    for (size_t i = 0; i < sizeof global / sizeof global[0]; i++)
+        if (!strcmp(name, global[i]))
+            return 1;
+    int il, end = 0;
+    if (sscanf(name, "blk.%d.%n", &il, &end) != 1 || !end)
+        return 0;
+    for (size_t i = 0; i < sizeof layer / sizeof layer[0]; i++)
+        if (!strcmp(name + end, layer[i]))
+            return 1;
+    return 0;
+}
+
+static int first_unknown(const uint8_t *name, size_t len, uint32_t type, void *user)
+{
+    char *out = user, buf[300];
+    (void)type;
+    snprintf(buf, sizeof buf, "%.*s", (int)len, (const char *)name);
+    if (powerinfer_knows(buf))
+        return 0;
+    snprintf(out, 300, "%s", buf);
+    return 1;
+}
+
+const char *hc_test_tensor_unknown_to_powerinfer(const char *path)
+{
+    static char name[300];
+    name[0] = 0;
+    return raw_tensors(path, NULL, first_unknown, name) ? NULL : name;
 }

@@ -29,6 +29,11 @@ void hc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * translates PWRI ids): 0, or -1 if the file cannot be walked or has no
  * such tensor.  magic (5 bytes, may be NULL) gets the file's magic. */
 int hc_test_raw_tensor_type(const char *path, const char *name, uint32_t *type, char *magic);
+/* The first tensor in the GGUF/PWRI file at `path` that PowerInfer's llama
+ * loader would not create (it refuses such a file), from the same walker; ""
+ * if every tensor is one it knows, NULL if the file cannot be walked.
+ * Static storage. */
+const char *hc_test_tensor_unknown_to_powerinfer(const char *path);
 /* Number of threads to use when a test wants "more than one": 2. */
 #define HC_TEST_THREADS 2
 
