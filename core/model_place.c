@@ -19,6 +19,7 @@
  * weights do not fit, the GPU is closed and the model runs on the CPU
  * alone (has_gpu 0: contexts allocate nothing there).
  */
+#include <inttypes.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
@@ -284,16 +285,56 @@ void hc_model_free_gpu(hc_model *m)
 
 /* ---- the plan ------------------------------------------------------------- */
 
+/* How a saved split was used, for the run's "gpu index:" line.  Capacities
+ * in bytes: reuse needs them equal, so the numbers show why it was not. */
+static void note_outcome(hc_model *m, const char *path, const hc_gpuidx_load *how)
+{
+    char *note = m->gpu_index_note;
+    const size_t n = sizeof m->gpu_index_note;
+    switch (how->outcome) {
+    case HC_GPUIDX_REUSED:
+        snprintf(note, n, "neuron split reused from %s (solved for the %" PRIu64
+                 " bytes of hot-neuron room this budget leaves)",
+                 path, how->capacity);
+        break;
+    case HC_GPUIDX_OTHER_CAPACITY:
+        snprintf(note, n, "re-solved: %s was solved for %" PRIu64 " bytes of hot neurons, this "
+                 "budget leaves %" PRIu64 "; replacing it",
+                 path, how->saved_capacity, how->capacity);
+        break;
+    default:
+        snprintf(note, n, "re-solved: the GPU neurons of %s take %" PRIu64 " bytes, more than "
+                 "the %" PRIu64 " it was solved for; replacing it",
+                 path, how->need, how->capacity);
+        break;
+    }
+}
+
 static int solve(hc_model *m, const hc_model_params *p, hc_place_in *in, const char *idx_path)
 {
-    int reused = 0;
+    hc_gpuidx_load how;
     struct stat st;
+    int save = p->gpu_index != HC_GPU_INDEX_DISABLE;
     if (p->gpu_index == HC_GPU_INDEX_USE && stat(idx_path, &st) == 0) {
-        if (hc_plan_load_gpuidx(idx_path, in, &m->plan, &reused))
-            return -1;
-        snprintf(m->gpu_index_note, sizeof m->gpu_index_note, "%s %s",
-                 reused ? "neuron split reused from" : "budget below the saved split; re-solved, replacing",
-                 idx_path);
+        if (hc_plan_load_gpuidx(idx_path, in, &m->plan, &how) == 0) {
+            note_outcome(m, idx_path, &how);
+            save = how.outcome != HC_GPUIDX_REUSED;
+        } else {
+            /* A file we cannot use (corrupt, another model's, not a gpuidx)
+             * must not stop this run or every later one: solve without it
+             * and leave it as it is (it may be someone's), saying so. */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", hc_last_error());
+            if (hc_plan_solve(in, &m->plan))
+                return -1;
+            HC_WARN("%s; not using it: the neuron split is solved afresh and the file left as "
+                    "it is (--reset-gpu-index replaces it)",
+                    why);
+            snprintf(m->gpu_index_note, sizeof m->gpu_index_note,
+                     "solved; ignored %.1000s (left as it is; --reset-gpu-index replaces it)",
+                     why);
+            save = 0;
+        }
     } else if (hc_plan_solve(in, &m->plan)) {
         return -1;
     } else {
@@ -301,7 +342,7 @@ static int solve(hc_model *m, const hc_model_params *p, hc_place_in *in, const c
                  p->gpu_index == HC_GPU_INDEX_DISABLE ? " (gpu index disabled)" : ", saved to ",
                  p->gpu_index == HC_GPU_INDEX_DISABLE ? "" : idx_path);
     }
-    if (!reused && p->gpu_index != HC_GPU_INDEX_DISABLE && hc_plan_save_gpuidx(m->plan, idx_path)) {
+    if (save && hc_plan_save_gpuidx(m->plan, idx_path)) {
         /* A read-only model folder costs the cache, not the run. */
         HC_WARN("could not save the GPU index: %s", hc_last_error());
         snprintf(m->gpu_index_note, sizeof m->gpu_index_note, "solved (not saved: %.200s)",

@@ -339,6 +339,7 @@ int hc_plan_solve(const hc_place_in *in, hc_plan **out)
     if (!p)
         return -1;
     uint64_t left = hc_place_fill_items(in, p);
+    p->capacity = left;
     if (place_neurons(in, p, left) || hc_place_finish(in, p)) {
         hc_plan_free(p);
         return -1;

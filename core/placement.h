@@ -63,7 +63,11 @@ typedef struct hc_plan {
     int n_layer;
     int64_t n_ff;
     int group;                    /* the group size used */
-    uint64_t budget;              /* the budget solved for (split.vram_capacity) */
+    uint64_t budget;              /* the budget solved for */
+    /* What the budget left for hot neurons once the other items were
+     * placed: split.vram_capacity in the gpuidx file (PowerInfer's meaning:
+     * it passes its solver the VRAM left after the non-FFN tensors). */
+    uint64_t capacity;
     int output;                   /* output head on the GPU */
     hc_place_layer *layers;       /* [n_layer] */
     uint64_t gpu_bytes, cpu_bytes;/* totals, output included */
@@ -80,18 +84,39 @@ void hc_plan_free(hc_plan *p);
 int hc_plan_all(const hc_place_in *in, int on_gpu, hc_plan **out);
 
 /* Save the neuron split as PowerInfer's `<model>.generated.gpuidx` (PWRI
- * GGUF v3; see POWERINFER-FORMAT.md).  0 or -1. */
+ * GGUF v3; see POWERINFER-FORMAT.md), split.vram_capacity = p->capacity.
+ * 0 or -1. */
 int hc_plan_save_gpuidx(const hc_plan *p, const char *path);
 
-/* Load a saved split.  If the file's split.vram_capacity is greater than
- * in->budget the file is ignored and the plan re-solved (*reused = 0);
- * otherwise the non-neuron items are filled as hc_plan_solve does and the
- * neuron split is the file's (*reused = 1), with bytes and `served`
- * recomputed.  A file whose layer count or n_ff differ from `in`, or whose
- * contents are inconsistent (gpu_idx and gpu_bucket disagree, ids out of
- * range, not ascending), is an error naming the file and the field.  A
- * split that no longer fits after the items before it (a larger budget can
- * let an attention block in that did not fit before) is re-solved too. */
-int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out, int *reused);
+/* What hc_plan_load_gpuidx did with a readable file. */
+typedef enum hc_gpuidx_outcome {
+    HC_GPUIDX_NONE = 0,          /* nothing loaded (an error) */
+    HC_GPUIDX_REUSED = 1,        /* the file's neuron split */
+    HC_GPUIDX_OTHER_CAPACITY = 2,/* solved for another capacity: solved afresh */
+    HC_GPUIDX_NO_FIT = 3         /* its neurons need more than the capacity: solved afresh */
+} hc_gpuidx_outcome;
+
+typedef struct hc_gpuidx_load {
+    int outcome;             /* hc_gpuidx_outcome */
+    uint64_t saved_capacity; /* the file's split.vram_capacity */
+    uint64_t capacity;       /* what in->budget leaves for hot neurons */
+    uint64_t need;           /* bytes the file's GPU neurons take */
+} hc_gpuidx_load;
+
+/* Load a saved split.  The non-neuron items are filled as hc_plan_solve
+ * does; the file's split is reused only when its split.vram_capacity equals
+ * the capacity that leaves (the budget it was solved for gave the same room
+ * for neurons) and its neurons fit in it: then bytes and `served` are
+ * recomputed from it and the plan has from_file = 1.  Otherwise the plan is
+ * solved afresh and how->outcome says why.  PowerInfer reuses a file
+ * whenever the budget is at least its capacity, keeping a small split under
+ * a budget many times larger; an equal capacity is the rule under which a
+ * reused split is the split a fresh solve would give (for hotcold's files).
+ * A file that cannot be used at all is -1 with hc_last_error() naming it and
+ * the field: unreadable or not a gpuidx, a layer count or n_ff other than
+ * `in`'s, inconsistent contents (gpu_idx and gpu_bucket disagree, ids out of
+ * range or not ascending).  I32 may be PowerInfer's id 18 (gguf.h). */
+int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out,
+                        hc_gpuidx_load *how);
 
 #endif /* HC_CORE_PLACEMENT_H */

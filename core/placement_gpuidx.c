@@ -6,10 +6,13 @@
  *   magic PWRI, GGUF v3
  *   general.architecture           = "generic.gpu_index"
  *   generic.gpu_index.block_count  u32
- *   split.vram_capacity            u64 (the budget the split was solved for)
+ *   split.vram_capacity            u64 (bytes the budget left for hot neurons:
+ *                                  hc_plan.capacity, PowerInfer's meaning)
  *   per layer i, in this order:
  *     blk.i.gpu_idx     I32 [n_ff]  1 = neuron on the GPU
  *     blk.i.gpu_bucket  I32 [k_i]   the GPU neuron ids, ascending
+ * I32 is ggml type 18 on disk, as PowerInfer numbers it; the GGUF reader and
+ * writer translate (gguf.h), so this file sees the modern id.
  * A layer with no GPU neuron gets a gpu_bucket of 0 elements (GGUF allows
  * an empty tensor; our reader and writer both handle one), so every layer
  * has both tensors and the file's shape never depends on the split.
@@ -77,7 +80,7 @@ int hc_plan_save_gpuidx(const hc_plan *p, const char *path)
         hc_set_error("%s: out of memory", path);
         goto out;
     }
-    uint64_t cap = p->budget;
+    uint64_t cap = p->capacity;
     if (hc_gguf_writer_set_str(w, KEY_ARCH, GPUIDX_ARCH) ||
         hc_gguf_writer_set_u32(w, KEY_BLOCKS, (uint32_t)p->n_layer) ||
         hc_gguf_writer_set_scalar(w, KEY_CAPACITY, HC_GGUF_U64, &cap))
@@ -216,7 +219,8 @@ static int read_capacity(const hc_gguf *g, const char *path, uint64_t *cap)
     return -1;
 }
 
-int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out, int *reused)
+int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out,
+                        hc_gpuidx_load *how)
 {
     int rc = -1;
     char err[1024], arch[64];
@@ -224,10 +228,11 @@ int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out, 
     uint64_t cap, need = 0;
     hc_gguf *g = NULL;
     hc_plan *p = NULL;
-    if (reused)
-        *reused = 0;
+    hc_gpuidx_load info = {0};
     if (out)
         *out = NULL;
+    if (how)
+        *how = info;
     if (!out || !path) {
         hc_set_error("gpuidx: %s is NULL", !out ? "out" : "path");
         return -1;
@@ -261,7 +266,7 @@ int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out, 
     p = hc_place_alloc(in);
     if (!p)
         goto out;
-    /* The whole file is checked even when it will be ignored below: a
+    /* The whole file is checked even when it will not be used below: a
      * broken or foreign file is worth an error rather than a silent pass. */
     for (int l = 0; l < in->n_layer; l++) {
         int64_t n;
@@ -269,32 +274,29 @@ int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out, 
             goto out;
         need += in->layers[l].neuron_bytes * (uint64_t)n; /* bounded by check_in */
     }
-    if (cap > in->budget) {
-        /* Solved for more memory than we may use now: PowerInfer's rule is
-         * to solve again rather than trim someone else's answer. */
+    info.saved_capacity = cap;
+    info.need = need;
+    info.capacity = p->capacity = hc_place_fill_items(in, p);
+    if (cap != info.capacity || need > info.capacity) {
+        /* Another capacity: a fresh solve may place more (or must place
+         * fewer) neurons.  The same capacity with neurons that do not fit
+         * it: a file that is not what it says (PowerInfer counts neuron
+         * bytes with its own factor, not real ones). */
+        info.outcome = cap != info.capacity ? HC_GPUIDX_OTHER_CAPACITY : HC_GPUIDX_NO_FIT;
         hc_plan_free(p);
         p = NULL;
-        rc = hc_plan_solve(in, out);
-        goto out;
-    }
-    uint64_t left = hc_place_fill_items(in, p);
-    if (need > left) {
-        /* A larger budget can let an item before the neurons fit that did
-         * not before, leaving the saved neurons less room: solve afresh
-         * (PowerInfer's capacity counts neurons only, so it never meets
-         * this). */
-        hc_plan_free(p);
+        if (hc_plan_solve(in, out))
+            goto out;
+    } else {
+        if (hc_place_finish(in, p))
+            goto out;
+        p->from_file = 1;
+        info.outcome = HC_GPUIDX_REUSED;
+        *out = p;
         p = NULL;
-        rc = hc_plan_solve(in, out);
-        goto out;
     }
-    if (hc_place_finish(in, p))
-        goto out;
-    p->from_file = 1;
-    *out = p;
-    p = NULL;
-    if (reused)
-        *reused = 1;
+    if (how)
+        *how = info;
     rc = 0;
 out:
     hc_plan_free(p);

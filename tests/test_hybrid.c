@@ -10,7 +10,9 @@
  *    greedy ids as the all-CPU run, in predictor, oracle and dense modes.
  *  - The CPU fallback for ops a plugin lacks (HOTCOLD_DISABLE_OPS) gives
  *    the same ids, and the run reports the fallbacks.
- *  - A saved neuron split (gpuidx) is reused on the next load.
+ *  - A saved neuron split (gpuidx) is reused on the next load with the same
+ *    budget, solved afresh under another; PowerInfer's own index files (I32
+ *    as id 18) are read, and an unusable one never stops a run.
  *  - A small GPU (HOTCOLD_VULKAN_MEMORY_LIMIT: the plugin fails allocations
  *    past it as a real out-of-memory does) under a budget that asks for
  *    everything: the load re-solves for a smaller hot set, or with no
@@ -23,9 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hotcold/hotcold.h"
+#include "gguf.h"
 #include "placement.h"
+#include "profile.h" /* HC_GGML_TYPE_I32 */
 #include "q6k_models.h"
 #include "test_util.h"
 
@@ -259,6 +264,7 @@ START_TEST(gpu_index_reused)
     m = load(path, GPU, half, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_RESET, idx);
     ck_assert_int_eq(hc_model_plan(m)->from_file, 0);
     const int64_t n_hot = hot_total(hc_model_plan(m));
+    const int64_t n_all = (int64_t)d.n_ff * d.n_layer;
     hc_model_free(m);
     m = load(path, GPU, half, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, idx);
     ck_assert_msg(hc_model_plan(m)->from_file == 1, "not reused: %s", hc_model_plan_note(m));
@@ -268,7 +274,186 @@ START_TEST(gpu_index_reused)
     m = load(path, GPU, half / 2, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, idx);
     ck_assert_int_eq(hc_model_plan(m)->from_file, 0);
     ck_assert(hot_total(hc_model_plan(m)) < n_hot);
+    ck_assert_msg(strstr(hc_model_plan_note(m), "re-solved") != NULL, "%s",
+                  hc_model_plan_note(m));
     hc_model_free(m);
+    /* So does a larger one (issue 12 item 10: a small split was kept under a
+     * budget that holds everything), and it says so. */
+    m = load(path, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, idx);
+    ck_assert_msg(hc_model_plan(m)->from_file == 0, "reused: %s", hc_model_plan_note(m));
+    ck_assert_int_eq(hot_total(hc_model_plan(m)), n_all);
+    ck_assert_msg(strstr(hc_model_plan_note(m), "re-solved") != NULL, "%s",
+                  hc_model_plan_note(m));
+    hc_model_free(m);
+}
+END_TEST
+
+/* ---- PowerInfer's own GPU index beside a PWRI model ---------------------- */
+
+/* `file` with k[l] GPU neurons in layer l, the even ids 0, 2, ... (not what
+ * our solver picks), in PowerInfer's layout: PWRI, I32 as id 18 (our writer
+ * stores it so), split.vram_capacity `cap`, `blocks` layers. */
+static void write_powerinfer_gpuidx(const char *file, int blocks, int n_layer, int64_t n_ff,
+                                    const int64_t *k, uint64_t cap)
+{
+    char err[512], name[64];
+    int32_t *idx = calloc((size_t)n_ff, sizeof *idx), *bucket = malloc((size_t)n_ff * 4);
+    ck_assert(idx && bucket);
+    hc_gguf_writer *w = hc_gguf_writer_new("PWRI", 3, 32);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(hc_gguf_writer_set_str(w, "general.architecture", "generic.gpu_index"), 0);
+    ck_assert_int_eq(hc_gguf_writer_set_u32(w, "generic.gpu_index.block_count",
+                                            (uint32_t)blocks), 0);
+    ck_assert_int_eq(hc_gguf_writer_set_scalar(w, "split.vram_capacity", HC_GGUF_U64, &cap), 0);
+    for (int l = 0; l < n_layer; l++) {
+        uint64_t ne_idx = (uint64_t)n_ff, ne_bucket = (uint64_t)k[l];
+        snprintf(name, sizeof name, "blk.%d.gpu_idx", l);
+        ck_assert_int_eq(hc_gguf_writer_add_tensor(w, name, 1, &ne_idx, HC_GGML_TYPE_I32), 0);
+        snprintf(name, sizeof name, "blk.%d.gpu_bucket", l);
+        ck_assert_int_eq(hc_gguf_writer_add_tensor(w, name, 1, &ne_bucket, HC_GGML_TYPE_I32), 0);
+    }
+    ck_assert_msg(hc_gguf_writer_begin(w, file, err, sizeof err) == 0, "%s", err);
+    for (int l = 0; l < n_layer; l++) {
+        memset(idx, 0, (size_t)n_ff * sizeof *idx);
+        for (int64_t j = 0; j < k[l]; j++) {
+            bucket[j] = (int32_t)(2 * j);
+            idx[2 * j] = 1;
+        }
+        ck_assert_int_eq(hc_gguf_writer_write_data(w, idx, 4 * (uint64_t)n_ff, err, sizeof err),
+                         0);
+        ck_assert_int_eq(hc_gguf_writer_write_data(w, bucket, 4 * (uint64_t)k[l], err,
+                                                   sizeof err), 0);
+    }
+    ck_assert_msg(hc_gguf_writer_finish(w, err, sizeof err) == 0, "%s", err);
+    hc_gguf_writer_free(w);
+    free(idx);
+    free(bucket);
+    uint32_t raw = 0;
+    ck_assert_int_eq(hc_test_raw_tensor_type(file, "blk.0.gpu_bucket", &raw, NULL), 0);
+    ck_assert_uint_eq(raw, 18);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    size_t len;
+    char *bytes = hc_test_read_file(from, &len);
+    ck_assert_ptr_nonnull(bytes);
+    FILE *f = fopen(to, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, len, f), len);
+    ck_assert_int_eq(fclose(f), 0);
+    free(bytes);
+}
+
+static int same_bytes(const char *file, const char *bytes, size_t len)
+{
+    size_t n;
+    char *now = hc_test_read_file(file, &n);
+    int same = now && n == len && !memcmp(now, bytes, len);
+    free(now);
+    return same;
+}
+
+/* Issue 12 item 5: PowerInfer's index for 1024 GPU neurons beside the model
+ * as <model file>.generated.gpuidx (the default path) is read, not refused:
+ * reused when its capacity is the one this budget leaves, else solved
+ * afresh; and an index that cannot be used never stops the run. */
+START_TEST(gpu_index_from_powerinfer)
+{
+    char dir_model[4096], idx[4200];
+    snprintf(dir_model, sizeof dir_model, "%s", hc_test_path(hc_test_tmpdir(), SPARSE_MODEL));
+    snprintf(idx, sizeof idx, "%s.generated.gpuidx", dir_model);
+    copy_file(model(SPARSE_MODEL), dir_model);
+    int32_t bos = 1, want[N_IDS], got[N_IDS];
+    hc_context_run_stats rs;
+    hc_model *m = load(dir_model, "cpu", -1, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, &bos, 1, NULL, N_IDS, want, NULL);
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    hc_model_free(m);
+    /* Every item but the neurons fits a budget of 1e12: what is not
+     * capacity then is their bytes. */
+    m = load(dir_model, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    const uint64_t items = hc_model_plan(m)->budget - hc_model_plan(m)->capacity;
+    hc_model_free(m);
+    const uint64_t neuron = d.ffn_bytes / ((uint64_t)d.n_ff * (uint64_t)d.n_layer);
+    int64_t k[64] = {0}, left = 1024; /* GPU neurons, at most n_ff / 2 a layer */
+    ck_assert_int_le(d.n_layer, 64);
+    for (int l = 0; l < d.n_layer; l++) {
+        k[l] = left < d.n_ff / 2 ? left : d.n_ff / 2;
+        left -= k[l];
+    }
+    ck_assert_int_eq(left, 0);
+
+    /* As PowerInfer's solver writes it for --vram-budget 0.002: its own
+     * capacity (1024000), not the one our byte count gives: solved afresh
+     * (and replaced), and the note says why. */
+    write_powerinfer_gpuidx(idx, d.n_layer, d.n_layer, d.n_ff, k, 1024000);
+    m = load(dir_model, GPU, 0.002 * 1073741824.0, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, NULL);
+    const char *note = hc_model_plan_note(m);
+    printf("powerinfer gpuidx, capacity 1024000: %s\n", note);
+    ck_assert_int_eq(hc_model_plan(m)->from_file, 0);
+    ck_assert_msg(strstr(note, "re-solved") && strstr(note, "1024000"), "%s", note);
+    greedy(m, &bos, 1, NULL, N_IDS, got, NULL);
+    ck_assert_mem_eq(got, want, sizeof want);
+    hc_model_free(m);
+
+    /* The capacity that fits its 1024 neurons exactly, and a budget that
+     * leaves that much: its split is used as it is. */
+    const uint64_t cap = 1024 * neuron;
+    write_powerinfer_gpuidx(idx, d.n_layer, d.n_layer, d.n_ff, k, cap);
+    m = load(dir_model, GPU, (double)(items + cap), HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, NULL);
+    const hc_plan *p = hc_model_plan(m);
+    ck_assert_msg(p->from_file == 1, "not reused: %s", hc_model_plan_note(m));
+    ck_assert_ptr_nonnull(strstr(hc_model_plan_note(m), "reused"));
+    ck_assert_int_eq(hot_total(p), 1024);
+    for (int l = 0; l < d.n_layer; l++)
+        for (int64_t r = 0; r < d.n_ff; r++)
+            ck_assert_int_eq(p->layers[l].on_gpu[r], r % 2 == 0 && r / 2 < k[l]);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert(rs.gpu_rows > 0 && rs.cpu_rows > 0);
+    ck_assert_mem_eq(got, want, sizeof want);
+    hc_model_free(m);
+
+    /* Unusable: not a GGUF at all, then another model's (5 layers).  Each
+     * is reported, left as it is, and the run goes on with a fresh split. */
+    static const char junk[] = "PWRI not really a gpu index";
+    FILE *f = fopen(idx, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+    ck_assert_int_eq(fclose(f), 0);
+    m = load(dir_model, GPU, (double)(items + cap), HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, NULL);
+    note = hc_model_plan_note(m);
+    printf("junk gpuidx: %s\n", note);
+    ck_assert_int_eq(hc_model_plan(m)->from_file, 0);
+    ck_assert_msg(strstr(note, "ignored") && strstr(note, "--reset-gpu-index"), "%s", note);
+    ck_assert(same_bytes(idx, junk, sizeof junk));
+    greedy(m, &bos, 1, NULL, N_IDS, got, NULL);
+    ck_assert_mem_eq(got, want, sizeof want);
+    hc_model_free(m);
+
+    write_powerinfer_gpuidx(idx, d.n_layer - 1, d.n_layer - 1, d.n_ff, k, cap);
+    size_t len;
+    char *other = hc_test_read_file(idx, &len);
+    m = load(dir_model, GPU, (double)(items + cap), HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, NULL);
+    note = hc_model_plan_note(m);
+    printf("another model's gpuidx: %s\n", note);
+    ck_assert_int_eq(hc_model_plan(m)->from_file, 0);
+    ck_assert_msg(strstr(note, "generic.gpu_index.block_count") &&
+                      strstr(note, "--reset-gpu-index"),
+                  "%s", note);
+    ck_assert(same_bytes(idx, other, len));
+    hc_model_free(m);
+    free(other);
+    /* --reset-gpu-index replaces it; the next run reuses that. */
+    m = load(dir_model, GPU, (double)(items + cap), HC_SPARSE_PREDICTOR, HC_GPU_INDEX_RESET,
+             NULL);
+    hc_model_free(m);
+    m = load(dir_model, GPU, (double)(items + cap), HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, NULL);
+    ck_assert_msg(hc_model_plan(m)->from_file == 1, "%s", hc_model_plan_note(m));
+    hc_model_free(m);
+    unlink(idx);
+    unlink(dir_model);
 }
 END_TEST
 
@@ -418,6 +603,7 @@ int main(void)
     tcase_add_test(tc, fallback_ops);
     tcase_add_test(tc, gpu_index_reused);
     tcase_add_test(tc, q6_k_head_on_gpu);
+    tcase_add_test(tc, gpu_index_from_powerinfer);
     suite_add_tcase(s, tc);
     /* Its own case, so that a run can pick it alone (CK_RUN_CASE=oom:
      * test_hybrid_staging in hybrid.cmake). */

@@ -608,44 +608,69 @@ START_TEST(gpuidx_layout)
 }
 END_TEST
 
-static hc_plan *load(const toy *t, const char *path, uint64_t budget, int *reused)
+static hc_plan *load(const toy *t, const char *path, uint64_t budget, hc_gpuidx_load *how)
 {
     hc_place_in in = t->in;
     hc_plan *p = NULL;
     in.budget = budget;
-    ck_assert_msg(hc_plan_load_gpuidx(path, &in, &p, reused) == 0, "load %s: %s", path,
+    ck_assert_msg(hc_plan_load_gpuidx(path, &in, &p, how) == 0, "load %s: %s", path,
                   hc_last_error());
     ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(p->from_file, how->outcome == HC_GPUIDX_REUSED);
     return p;
+}
+
+/* split.vram_capacity as the file holds it. */
+static uint64_t saved_capacity(const char *path)
+{
+    char err[512];
+    uint64_t cap;
+    hc_gguf *g = hc_gguf_open(path, err, sizeof err);
+    ck_assert_msg(g != NULL, "%s", err);
+    int64_t k = hc_gguf_find_key(g, "split.vram_capacity");
+    ck_assert(k >= 0 && g->kv[k].type == HC_GGUF_U64);
+    memcpy(&cap, g->kv[k].data, 8);
+    hc_gguf_close(g);
+    return cap;
+}
+
+/* hot_toy with items: attention 10, ffn_norm 1 and KV 3 per layer, output
+ * 5: 47 bytes, all placed once the budget reaches them. */
+static uint64_t items_toy(toy *t)
+{
+    hot_toy(t);
+    for (int l = 0; l < 3; l++) {
+        t->l[l].attn_bytes = 10;
+        t->l[l].ffn_norm_bytes = 1;
+        t->l[l].kv_bytes = 3;
+    }
+    t->in.output_bytes = 5;
+    return 3 * (10 + 1 + 3) + 5;
 }
 
 START_TEST(gpuidx_round_trip)
 {
     toy t;
-    int reused = -1;
-    hot_toy(&t);
-    /* With items too, so that their fill is redone on load. */
-    for (int l = 0; l < 3; l++) {
-        t.l[l].attn_bytes = 10;
-        t.l[l].ffn_norm_bytes = 1;
-        t.l[l].kv_bytes = 3;
-    }
-    t.in.output_bytes = 5;
-    const uint64_t items = 3 * (10 + 1 + 3) + 5;
+    hc_gpuidx_load how;
+    const uint64_t items = items_toy(&t); /* their fill is redone on load */
     const char *path = tmp_file("round.gpuidx");
     for (uint64_t b = 0; b <= items + 160; b += 13) {
         hc_plan *s = solve(&t, b);
         ck_assert_int_eq(hc_plan_save_gpuidx(s, path), 0);
-        hc_plan *p = load(&t, path, b, &reused);
-        ck_assert_int_eq(reused, 1);
-        ck_assert_int_eq(p->from_file, 1);
+        /* The capacity saved is what the budget left for neurons. */
+        if (b >= items)
+            ck_assert_uint_eq(saved_capacity(path), b - items);
+        hc_plan *p = load(&t, path, b, &how);
+        ck_assert_int_eq(how.outcome, HC_GPUIDX_REUSED);
+        ck_assert_uint_eq(how.capacity, how.saved_capacity);
         check_consistent(&t, p);
         plans_equal(s, p);
         hc_plan_free(p);
         hc_plan_free(s);
     }
     /* A file from PowerInfer (or an earlier run) whose split is not what we
-     * would solve: the split is taken as is; bytes and served recomputed. */
+     * would solve, for the capacity this budget leaves: the split is taken
+     * as is; bytes and served recomputed. */
     hc_plan *s = solve(&t, items + 80);
     hc_place_layer *l1 = &s->layers[1];
     memset(l1->on_gpu, 0, 64);
@@ -654,41 +679,80 @@ START_TEST(gpuidx_round_trip)
     l1->hot[1] = 63;
     l1->n_hot = 2;
     ck_assert_int_eq(hc_plan_save_gpuidx(s, path), 0);
-    /* A bigger budget than saved: still reused. */
-    hc_plan *p = load(&t, path, items + 1000, &reused);
-    ck_assert_int_eq(reused, 1);
+    hc_plan *p = load(&t, path, items + 80, &how);
+    ck_assert_int_eq(how.outcome, HC_GPUIDX_REUSED);
     check_consistent(&t, p);
     expect_hot(p, 0, 0, 16, 0, 0);
     expect_hot(p, 1, 5, 6, 63, 64);
     expect_hot(p, 2, 0, 16, 0, 0);
     ck_assert_double_eq_tol(p->layers[1].served, 170.0 / 2720, 1e-9);
-    ck_assert_uint_eq(p->budget, items + 1000);
+    ck_assert_uint_eq(p->budget, items + 80);
     ck_assert_uint_eq(p->gpu_bytes, items + 16 + 2 + 32);
     hc_plan_free(p);
     hc_plan_free(s);
 }
 END_TEST
 
-START_TEST(gpuidx_smaller_budget_resolves)
+/* Issue 12 item 10: a split solved for a small budget was kept under a much
+ * larger one.  Any other capacity solves afresh, larger or smaller. */
+START_TEST(gpuidx_other_budget_resolves)
 {
     toy t;
-    int reused = -1;
-    hot_toy(&t);
-    const char *path = tmp_file("big.gpuidx");
-    hc_plan *s = solve(&t, 200);
+    hc_gpuidx_load how;
+    hot_toy(&t); /* no items: the capacity is the budget */
+    const char *path = tmp_file("other.gpuidx");
+    static const uint64_t saved_at[] = {200, 80};
+    static const uint64_t budgets[] = {1000000, 199, 160, 81, 79, 47, 0};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+            hc_plan *s = solve(&t, saved_at[k]);
+            ck_assert_int_eq(hc_plan_save_gpuidx(s, path), 0);
+            hc_plan_free(s);
+            hc_plan *p = load(&t, path, budgets[i], &how);
+            ck_assert_int_eq(how.outcome, HC_GPUIDX_OTHER_CAPACITY);
+            ck_assert_uint_eq(how.saved_capacity, saved_at[k]);
+            ck_assert_uint_eq(how.capacity, budgets[i]);
+            s = solve(&t, budgets[i]);
+            plans_equal(s, p);
+            check_solved(&t, p, budgets[i]);
+            hc_plan_free(s);
+            hc_plan_free(p);
+        }
+    /* 80 bytes: L0g0, L1g0, L1g1 and L2g0 (greedy_picks_hottest_groups);
+     * at 1000000 everything: the saved 80-byte split is not kept. */
+    hc_plan *s = solve(&t, 80);
     ck_assert_int_eq(hc_plan_save_gpuidx(s, path), 0);
     hc_plan_free(s);
-    static const uint64_t budgets[] = {199, 80, 79, 47, 0};
-    for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
-        hc_plan *p = load(&t, path, budgets[i], &reused);
-        ck_assert_int_eq(reused, 0);
-        ck_assert_int_eq(p->from_file, 0);
-        s = solve(&t, budgets[i]);
-        plans_equal(s, p);
-        check_solved(&t, p, budgets[i]);
-        hc_plan_free(s);
-        hc_plan_free(p);
-    }
+    hc_plan *p = load(&t, path, 1000000, &how);
+    ck_assert_int_eq(p->layers[0].n_hot + p->layers[1].n_hot + p->layers[2].n_hot, 3 * 64);
+    hc_plan_free(p);
+}
+END_TEST
+
+/* Reuse goes by the room left for neurons, not by the budget: with
+ * attention items of 10, a budget of 25 places two of them and one of 35
+ * three, both leaving 5 bytes; a budget of 26 leaves 6. */
+START_TEST(gpuidx_same_capacity_reused)
+{
+    toy t;
+    hc_gpuidx_load how;
+    toy_init(&t, 3, 64, 0);
+    toy_sizes(&t, 10, 0, 0, 0, 1, 0);
+    const char *path = tmp_file("same.gpuidx");
+    hc_plan *s = solve(&t, 25);
+    ck_assert_uint_eq(s->capacity, 5);
+    ck_assert_int_eq(hc_plan_save_gpuidx(s, path), 0);
+    hc_plan_free(s);
+    hc_plan *p = load(&t, path, 35, &how);
+    ck_assert_int_eq(how.outcome, HC_GPUIDX_REUSED);
+    ck_assert_uint_eq(how.capacity, 5);
+    ck_assert_int_eq(p->layers[2].attn, 1);
+    hc_plan_free(p);
+    p = load(&t, path, 26, &how);
+    ck_assert_int_eq(how.outcome, HC_GPUIDX_OTHER_CAPACITY);
+    ck_assert_uint_eq(how.saved_capacity, 5);
+    ck_assert_uint_eq(how.capacity, 6);
+    hc_plan_free(p);
 }
 END_TEST
 
@@ -732,12 +796,12 @@ static void expect_load_fail(const toy *t, const char *path, uint64_t budget, co
 {
     hc_place_in in = t->in;
     hc_plan *p = (hc_plan *)t;
-    int reused = -1;
+    hc_gpuidx_load how = {.outcome = -1};
     in.budget = budget;
-    ck_assert_msg(hc_plan_load_gpuidx(path, &in, &p, &reused) == -1, "%s loaded, expected \"%s\"",
+    ck_assert_msg(hc_plan_load_gpuidx(path, &in, &p, &how) == -1, "%s loaded, expected \"%s\"",
                   path, want);
     ck_assert_ptr_null(p);
-    ck_assert_int_eq(reused, 0);
+    ck_assert_int_eq(how.outcome, HC_GPUIDX_NONE);
     expect_error(path, want);
     expect_error(path, path); /* names the file */
 }
@@ -752,12 +816,16 @@ START_TEST(gpuidx_faults)
     int32_t bucket[2][8] = {{0, 2}, {0}};
     int nb[2] = {2, 0};
     const char *path = tmp_file("fault.gpuidx");
-    int reused = -1;
+    hc_gpuidx_load how;
 
-    /* The good file loads (an empty bucket included). */
+    /* The good file loads (an empty bucket included).  Its I32 tensors are
+     * stored as PowerInfer's id 18, as PowerInfer's own files have them. */
     write_gpuidx(path, "generic.gpu_index", 2, 10, 2, 8, idx, bucket, nb, HC_GGML_TYPE_I32);
-    hc_plan *p = load(&t, path, 10, &reused);
-    ck_assert_int_eq(reused, 1);
+    uint32_t raw = 0;
+    ck_assert_int_eq(hc_test_raw_tensor_type(path, "blk.1.gpu_idx", &raw, NULL), 0);
+    ck_assert_uint_eq(raw, 18);
+    hc_plan *p = load(&t, path, 10, &how);
+    ck_assert_int_eq(how.outcome, HC_GPUIDX_REUSED);
     expect_hot(p, 0, 0, 1, 2, 3);
     expect_hot(p, 1, 0, 0, 0, 0);
     hc_plan_free(p);
@@ -830,21 +898,23 @@ START_TEST(gpuidx_faults)
     /* A split that does not fit: capacity 1 claims it fits 1 byte, the
      * file's 2 neurons need 2: solved again, not trusted. */
     write_gpuidx(path, "generic.gpu_index", 2, 1, 2, 8, idx, bucket, nb, HC_GGML_TYPE_I32);
-    p = load(&t, path, 1, &reused);
-    ck_assert_int_eq(reused, 0);
+    p = load(&t, path, 1, &how);
+    ck_assert_int_eq(how.outcome, HC_GPUIDX_NO_FIT);
+    ck_assert_uint_eq(how.need, 2);
+    ck_assert_uint_eq(how.capacity, 1);
     ck_assert_int_eq(p->layers[0].n_hot + p->layers[1].n_hot, 0);
     hc_plan_free(p);
-    /* ... but with capacity above the budget the file is solved again. */
+    /* ... and with another capacity the file is solved again. */
     write_gpuidx(path, "generic.gpu_index", 2, 5, 2, 8, idx, bucket, nb, HC_GGML_TYPE_I32);
-    p = load(&t, path, 1, &reused);
-    ck_assert_int_eq(reused, 0);
+    p = load(&t, path, 1, &how);
+    ck_assert_int_eq(how.outcome, HC_GPUIDX_OTHER_CAPACITY);
     ck_assert_int_eq(p->layers[0].n_hot + p->layers[1].n_hot, 0); /* group 32 > 1 byte */
     hc_plan_free(p);
 
     /* Bad arguments. */
     hc_place_in in = t.in;
-    ck_assert_int_eq(hc_plan_load_gpuidx(NULL, &in, &p, &reused), -1);
-    ck_assert_int_eq(hc_plan_load_gpuidx(path, NULL, &p, &reused), -1);
+    ck_assert_int_eq(hc_plan_load_gpuidx(NULL, &in, &p, &how), -1);
+    ck_assert_int_eq(hc_plan_load_gpuidx(path, NULL, &p, &how), -1);
     ck_assert_ptr_null(p);
     ck_assert_int_eq(hc_plan_save_gpuidx(NULL, path), -1);
 }
@@ -1053,7 +1123,7 @@ static int count_lines(const char *s)
 START_TEST(print_plan_table)
 {
     toy t;
-    int reused;
+    hc_gpuidx_load how;
     hot_toy(&t);
     hc_plan *p = solve(&t, 79);
     char *s = print_to_string(p, "TestGPU 9000");
@@ -1066,7 +1136,7 @@ START_TEST(print_plan_table)
     free(s);
     const char *path = tmp_file("print.gpuidx");
     ck_assert_int_eq(hc_plan_save_gpuidx(p, path), 0);
-    hc_plan *q = load(&t, path, 79, &reused);
+    hc_plan *q = load(&t, path, 79, &how);
     s = print_to_string(q, NULL);
     ck_assert_ptr_nonnull(strstr(s, "from the gpuidx file"));
     ck_assert_ptr_nonnull(strstr(s, "GPU"));
@@ -1098,7 +1168,8 @@ static Suite *placement_suite(void)
     TCase *tg = tcase_create("gpuidx");
     tcase_add_test(tg, gpuidx_layout);
     tcase_add_test(tg, gpuidx_round_trip);
-    tcase_add_test(tg, gpuidx_smaller_budget_resolves);
+    tcase_add_test(tg, gpuidx_other_budget_resolves);
+    tcase_add_test(tg, gpuidx_same_capacity_reused);
     tcase_add_test(tg, gpuidx_faults);
     suite_add_tcase(s, tg);
     TCase *tf = tcase_create("stats");

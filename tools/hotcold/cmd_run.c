@@ -362,9 +362,10 @@ int hc_cmd_run(int argc, char **argv)
             hc_tool_print_plan(stderr, hc_model_plan(m), o.device);
         else
             fprintf(stderr, "plan: everything on the CPU (no --device GPU given)\n");
-        if (*hc_model_plan_note(m))
-            fprintf(stderr, "gpu index: %s\n", hc_model_plan_note(m));
     }
+    /* Whether a saved split was reused or solved afresh, and why. */
+    if (*hc_model_plan_note(m))
+        fprintf(stderr, "gpu index: %s\n", hc_model_plan_note(m));
     hc_context_params cp = hc_context_default_params();
     cp.n_ctx = o.n_ctx;
     cp.n_batch = o.n_batch;
