@@ -32,6 +32,7 @@
 #include "placement.h"
 #include "profile.h" /* HC_GGML_TYPE_I32 */
 #include "q6k_models.h"
+#include "quantize.h"
 #include "test_util.h"
 
 #define N_IDS 60
@@ -223,6 +224,133 @@ END_TEST
 START_TEST(hybrid_dense)
 {
     hybrid_budgets(HC_SPARSE_OFF);
+}
+END_TEST
+
+/* ---- Q4_0: the devices round activations differently ---------------------
+ * Issue 12 item 8.  For Q4_0 (and Q8_0) weights the CPU plugin quantizes x
+ * to 8 (16) bits per 32-block before its dot products, as ggml does; the
+ * Vulkan shader multiplies the float x.  Both are within the conformance
+ * bound of the reference (NMSE 5e-4, max 0.1 RMS for Q4_0), but the two
+ * devices' logits then differ by ~0.1 (NMSE 1e-5..4e-4) and greedy
+ * decoding parts at the first near-tie below that (reglu1M Q4_0, "The
+ * little dog", predictor mode: step 14, CPU gap 0.010, max |dlogit| 0.11).
+ * Rounding x on the GPU exactly as the CPU does was tried and does not
+ * help: logits then agree to 1e-5 only until the first ulp of difference
+ * (float sums in another order) flips one rounding, a few tokens in, and
+ * from there differ as much as before.  So for Q4_0 the ids are not
+ * compared; the logits are, step by step, with both runs fed the CPU's
+ * greedy ids:
+ *  - dense and oracle: within the Q4_0 conformance bound (measured on
+ *    relu2M Q4_0 here: NMSE <= 1.6e-4, max <= 0.06 RMS);
+ *  - predictor: also a neuron at the threshold may be predicted active on
+ *    one device only, adding (or not) its whole h * down_t row: one such
+ *    neuron among the ~100 a layer computes moves the output by ~1/10 of
+ *    its size, NMSE ~1e-2 (measured: <= 3e-3, max <= 0.29 RMS), the bound. */
+#define Q4_STEPS 60
+
+typedef struct logit_bound {
+    double nmse, max;
+} logit_bound;
+
+static void q4_logits(const char *path, int sparse, double budget, const int32_t *prompt,
+                      int n_prompt, const int32_t *ids, const float *want, int n_vocab,
+                      logit_bound b)
+{
+    hc_model *m = load(path, GPU, budget, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    hc_context_params cp = hc_context_default_params();
+    cp.n_ctx = 256;
+    hc_context *c = hc_context_new(m, &cp);
+    ck_assert_msg(c != NULL, "context: %s", hc_last_error());
+    float *got = malloc((size_t)n_vocab * sizeof *got);
+    ck_assert_ptr_nonnull(got);
+    double worst_nmse = 0, worst_max = 0;
+    int first_diff = -1;
+    for (int s = 0; s < Q4_STEPS; s++) {
+        const int32_t *in = s ? &ids[s - 1] : prompt;
+        ck_assert_msg(hc_context_eval(c, in, s ? 1 : n_prompt, got) == 0, "%s", hc_last_error());
+        const float *w = want + (size_t)s * n_vocab;
+        double se = 0, ss = 0, mx = 0;
+        for (int i = 0; i < n_vocab; i++) {
+            double d = (double)got[i] - w[i];
+            se += d * d;
+            ss += (double)w[i] * w[i];
+            mx = fabs(d) > mx ? fabs(d) : mx;
+        }
+        const double nmse = se / ss, rel = mx / sqrt(ss / n_vocab);
+        ck_assert_msg(nmse <= b.nmse && rel <= b.max,
+                      "mode %d, budget %.0f, step %d: logits nmse %.2e (<= %.0e), max %.3f RMS "
+                      "(<= %.2f)",
+                      sparse, budget, s, nmse, b.nmse, rel, b.max);
+        worst_nmse = nmse > worst_nmse ? nmse : worst_nmse;
+        worst_max = rel > worst_max ? rel : worst_max;
+        const int a = hc_test_argmax(got, n_vocab), e = hc_test_argmax(w, n_vocab);
+        if (a != e && first_diff < 0) {
+            first_diff = s;
+            printf("  q4_0 mode %d: greedy would part at step %d: CPU %d leads %d by %.4f, the "
+                   "GPU run puts %d ahead by %.4f (max |dlogit| %.4f)\n",
+                   sparse, s, e, a, (double)(w[e] - w[a]), a, (double)(got[a] - got[e]), mx);
+        }
+    }
+    hc_context_run_stats rs;
+    hc_context_run_stats_get(c, &rs);
+    ck_assert(rs.gpu_rows > 0);
+    if (budget < 1e12)
+        ck_assert_msg(rs.cpu_rows > 0, "budget %.0f: no FFN row on the CPU", budget);
+    printf("q4_0 mode %d, budget %.3g (%.0f%% of FFN rows on the GPU): %d steps, logits nmse <= "
+           "%.2e, max <= %.3f RMS%s\n",
+           sparse, budget, 100.0 * (double)rs.gpu_rows / (double)(rs.gpu_rows + rs.cpu_rows),
+           Q4_STEPS, worst_nmse, worst_max, first_diff < 0 ? ", same greedy ids" : "");
+    free(got);
+    hc_context_free(c);
+    hc_model_free(m);
+}
+
+START_TEST(hybrid_q4_0_logits)
+{
+    char q4[4096];
+    snprintf(q4, sizeof q4, "%s", hc_test_path(hc_test_tmpdir(), "relu2M-q4_0.powerinfer.gguf"));
+    ck_assert_msg(hc_quantize_file(model(SPARSE_MODEL), q4, HC_TYPE_Q4_0, NULL, NULL) == 0,
+                  "%s", hc_last_error());
+    static const struct {
+        int sparse;
+        logit_bound b;
+    } modes[] = {{HC_SPARSE_OFF, {5e-4, 0.1}},
+                 {HC_SPARSE_ORACLE, {5e-4, 0.1}},
+                 {HC_SPARSE_PREDICTOR, {1e-2, 0.5}}};
+    for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+        const int sparse = modes[k].sparse;
+        hc_model *m = load(q4, "cpu", -1, sparse, HC_GPU_INDEX_DISABLE, NULL);
+        hc_model_desc d;
+        hc_model_describe(m, &d);
+        int32_t prompt[32], ids[Q4_STEPS];
+        const char *text = "Once upon a time";
+        const int n_prompt = hc_model_tokenize(m, text, strlen(text), 1, prompt, 32);
+        ck_assert_int_gt(n_prompt, 1);
+        float *want = malloc((size_t)Q4_STEPS * d.n_vocab * sizeof *want);
+        ck_assert_ptr_nonnull(want);
+        hc_context_params cp = hc_context_default_params();
+        cp.n_ctx = 256;
+        hc_context *c = hc_context_new(m, &cp);
+        ck_assert_ptr_nonnull(c);
+        for (int s = 0; s < Q4_STEPS; s++) {
+            float *w = want + (size_t)s * d.n_vocab;
+            ck_assert_int_eq(hc_context_eval(c, s ? &ids[s - 1] : prompt, s ? 1 : n_prompt, w),
+                             0);
+            ids[s] = hc_test_argmax(w, d.n_vocab);
+        }
+        hc_context_free(c);
+        hc_model_free(m);
+        /* Everything on the GPU, then about half its FFN there (hybrid). */
+        m = load(q4, GPU, 1e12, sparse, HC_GPU_INDEX_DISABLE, NULL);
+        const double all_bytes = (double)hc_model_plan(m)->gpu_bytes;
+        hc_model_free(m);
+        q4_logits(q4, sparse, 1e12, prompt, n_prompt, ids, want, d.n_vocab, modes[k].b);
+        q4_logits(q4, sparse, all_bytes - (double)d.ffn_bytes / 2, prompt, n_prompt, ids, want,
+                  d.n_vocab, modes[k].b);
+        free(want);
+    }
+    unlink(q4);
 }
 END_TEST
 
@@ -600,6 +728,7 @@ int main(void)
     tcase_add_test(tc, hybrid_predictor);
     tcase_add_test(tc, hybrid_oracle);
     tcase_add_test(tc, hybrid_dense);
+    tcase_add_test(tc, hybrid_q4_0_logits);
     tcase_add_test(tc, fallback_ops);
     tcase_add_test(tc, gpu_index_reused);
     tcase_add_test(tc, q6_k_head_on_gpu);
