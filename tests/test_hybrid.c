@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hotcold/hotcold.h"
@@ -579,6 +580,13 @@ START_TEST(gpu_index_from_powerinfer)
     hc_model_free(m);
     m = load(dir_model, GPU, (double)(items + cap), HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, NULL);
     ck_assert_msg(hc_model_plan(m)->from_file == 1, "%s", hc_model_plan_note(m));
+    hc_model_free(m);
+    /* A FIFO in its place is not opened (that would block the load). */
+    unlink(idx);
+    ck_assert_int_eq(mkfifo(idx, 0600), 0);
+    m = load(dir_model, GPU, (double)(items + cap), HC_SPARSE_PREDICTOR, HC_GPU_INDEX_USE, NULL);
+    ck_assert_msg(strstr(hc_model_plan_note(m), "not a regular file"), "%s",
+                  hc_model_plan_note(m));
     hc_model_free(m);
     unlink(idx);
     unlink(dir_model);
