@@ -316,8 +316,7 @@ static int solve(hc_model *m, const hc_model_params *p, hc_place_in *in, const c
     struct stat st;
     int save = p->gpu_index != HC_GPU_INDEX_DISABLE;
     if (p->gpu_index == HC_GPU_INDEX_USE && stat(idx_path, &st) == 0) {
-        /* Not opened unless a regular file: a FIFO would block the load. */
-        if (S_ISREG(st.st_mode) && hc_plan_load_gpuidx(idx_path, in, &m->plan, &how) == 0) {
+        if (hc_plan_load_gpuidx(idx_path, in, &m->plan, &how) == 0) {
             note_outcome(m, idx_path, &how);
             save = how.outcome != HC_GPUIDX_REUSED;
         } else {
@@ -325,10 +324,7 @@ static int solve(hc_model *m, const hc_model_params *p, hc_place_in *in, const c
              * must not stop this run or every later one: solve without it
              * and leave it as it is (it may be someone's), saying so. */
             char why[1024];
-            if (S_ISREG(st.st_mode))
-                snprintf(why, sizeof why, "%s", hc_last_error());
-            else
-                snprintf(why, sizeof why, "%.900s: not a regular file", idx_path);
+            snprintf(why, sizeof why, "%s", hc_last_error());
             if (hc_plan_solve(in, &m->plan))
                 return -1;
             HC_WARN("%s; not using it: the neuron split is solved afresh and the file left as "

@@ -124,10 +124,18 @@ int hc_output_open(hc_output_file *o, const char *path, int replace)
     if (classify(path, replace, &o->target, &kind, &mode) != 0)
         return -1;
     if (kind == TARGET_DIRECT) {
-        /* A device or FIFO: no O_TRUNC or O_CREAT, nothing to replace. */
-        fd = open(o->target, O_WRONLY | O_CLOEXEC);
+        /* A device or FIFO: no O_TRUNC or O_CREAT, nothing to replace.
+         * O_NONBLOCK makes a FIFO nobody reads fail (ENXIO) instead of
+         * waiting for a reader; the writes themselves then block as usual. */
+        fd = open(o->target, O_WRONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0)
-            hc_set_error("%s: cannot open for writing: %s", path, strerror(errno));
+            hc_set_error("%s: cannot open for writing: %s", path,
+                         errno == ENXIO ? "a FIFO that no process reads" : strerror(errno));
+        else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+            hc_set_error("%s: %s", path, strerror(errno));
+            close(fd);
+            fd = -1;
+        }
     } else {
         fd = create_tmp(o, mode);
         /* The umask narrowed the mode at creation; a replaced file keeps its own. */

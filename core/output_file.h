@@ -8,7 +8,8 @@
  *   2. A directory, socket or other special file: an error.
  *   3. A character or block device, or a FIFO: written in place, directly
  *      (`quantize m.gguf /dev/null q8_0` works, `/dev/full` fails with
- *      ENOSPC); there is nothing to rename over.
+ *      ENOSPC); there is nothing to rename over.  A FIFO that no process
+ *      reads is an error, not a wait.
  *   4. A regular file that exists: replaced only when `replace` is set (the
  *      tools' --force); it is written to a temporary file beside it and
  *      renamed over it once complete, keeping its permission bits.

@@ -172,6 +172,27 @@ START_TEST(quantize_to_a_null_device_succeeds)
 }
 END_TEST
 
+/* A FIFO nobody reads: an error at once, not a wait for a reader. */
+START_TEST(quantize_to_an_unread_fifo_fails_at_once)
+{
+    char args[4096];
+    const char *path = tmp("out.fifo");
+    unlink(path);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    snprintf(args, sizeof args, TIMEOUT "'%s' quantize -q '%s' '%s' q8_0 2>'%s'", HC_CLI,
+             model("stories260K.gguf"), path, tmp("fifo-out.err"));
+    int st = system(args);
+    char *err = hc_test_read_file(tmp("fifo-out.err"), NULL);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d (124: it blocked); %s", st,
+                  err);
+    ck_assert_msg(strstr(err, "no process reads") != NULL, "stderr: %s", err);
+    free(err);
+    struct stat sb;
+    ck_assert_int_eq(lstat(path, &sb), 0);
+    ck_assert(S_ISFIFO(sb.st_mode));
+}
+END_TEST
+
 /* The link stays a link; the file it names gets the model. */
 START_TEST(quantize_writes_through_a_link)
 {
@@ -518,6 +539,7 @@ static Suite *hostile_suite(void)
     tcase_add_test(out, quantize_over_its_own_input_needs_force);
     tcase_add_test(out, quantize_to_a_full_device_fails_and_keeps_it);
     tcase_add_test(out, quantize_to_a_null_device_succeeds);
+    tcase_add_test(out, quantize_to_an_unread_fifo_fails_at_once);
     tcase_add_test(out, quantize_writes_through_a_link);
     tcase_add_test(out, quantize_refuses_a_directory);
     tcase_add_test(out, toolchain_outputs_need_force);

@@ -588,6 +588,13 @@ START_TEST(gpu_index_from_powerinfer)
     ck_assert_msg(strstr(hc_model_plan_note(m), "not a regular file"), "%s",
                   hc_model_plan_note(m));
     hc_model_free(m);
+    /* Nor written: saving into a FIFO nobody reads fails instead of waiting. */
+    m = load(dir_model, GPU, (double)(items + cap), HC_SPARSE_PREDICTOR, HC_GPU_INDEX_RESET,
+             NULL);
+    ck_assert_msg(strstr(hc_model_plan_note(m), "not saved") &&
+                      strstr(hc_model_plan_note(m), "no process reads"),
+                  "%s", hc_model_plan_note(m));
+    hc_model_free(m);
     unlink(idx);
     unlink(dir_model);
 }
