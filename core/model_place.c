@@ -286,7 +286,8 @@ void hc_model_free_gpu(hc_model *m)
 /* ---- the plan ------------------------------------------------------------- */
 
 /* How a saved split was used, for the run's "gpu index:" line.  Capacities
- * in bytes: reuse needs them equal, so the numbers show why it was not. */
+ * in bytes: reuse needs them equal, or a fresh solve that gives the same
+ * split, so the numbers show why it was not. */
 static void note_outcome(hc_model *m, const char *path, const hc_gpuidx_load *how)
 {
     char *note = m->gpu_index_note;
@@ -296,6 +297,11 @@ static void note_outcome(hc_model *m, const char *path, const hc_gpuidx_load *ho
         snprintf(note, n, "neuron split reused from %s (solved for the %" PRIu64
                  " bytes of hot-neuron room this budget leaves)",
                  path, how->capacity);
+        break;
+    case HC_GPUIDX_SAME_SPLIT:
+        snprintf(note, n, "neuron split reused from %s (solved for %" PRIu64 " bytes of "
+                 "hot-neuron room; the %" PRIu64 " this budget leaves give the same split)",
+                 path, how->saved_capacity, how->capacity);
         break;
     case HC_GPUIDX_OTHER_CAPACITY:
         snprintf(note, n, "re-solved: %s was solved for %" PRIu64 " bytes of hot neurons, this "
@@ -318,7 +324,7 @@ static int solve(hc_model *m, const hc_model_params *p, hc_place_in *in, const c
     if (p->gpu_index == HC_GPU_INDEX_USE && stat(idx_path, &st) == 0) {
         if (hc_plan_load_gpuidx(idx_path, in, &m->plan, &how) == 0) {
             note_outcome(m, idx_path, &how);
-            save = how.outcome != HC_GPUIDX_REUSED;
+            save = how.outcome != HC_GPUIDX_REUSED && how.outcome != HC_GPUIDX_SAME_SPLIT;
         } else {
             /* A file we cannot use (corrupt, another model's, not a gpuidx)
              * must not stop this run or every later one: solve without it

@@ -93,7 +93,9 @@ typedef enum hc_gpuidx_outcome {
     HC_GPUIDX_NONE = 0,          /* nothing loaded (an error) */
     HC_GPUIDX_REUSED = 1,        /* the file's neuron split */
     HC_GPUIDX_OTHER_CAPACITY = 2,/* solved for another capacity: solved afresh */
-    HC_GPUIDX_NO_FIT = 3         /* its neurons need more than the capacity: solved afresh */
+    HC_GPUIDX_NO_FIT = 3,        /* its neurons need more than the capacity: solved afresh */
+    HC_GPUIDX_SAME_SPLIT = 4     /* solved for another capacity, but this one gives the same
+                                    split: reused (and not rewritten) */
 } hc_gpuidx_outcome;
 
 typedef struct hc_gpuidx_load {
@@ -112,6 +114,9 @@ typedef struct hc_gpuidx_load {
  * whenever the budget is at least its capacity, keeping a small split under
  * a budget many times larger; an equal capacity is the rule under which a
  * reused split is the split a fresh solve would give (for hotcold's files).
+ * Another capacity whose fresh solve gives exactly the file's split (a
+ * default budget that moved with the GPU's free memory by less than a
+ * group) reuses it too, as HC_GPUIDX_SAME_SPLIT.
  * A file that cannot be used at all is -1 with hc_last_error() naming it and
  * the field: unreadable or not a gpuidx, a layer count or n_ff other than
  * `in`'s, inconsistent contents (gpu_idx and gpu_bucket disagree, ids out of

@@ -219,6 +219,16 @@ static int read_capacity(const hc_gguf *g, const char *path, uint64_t *cap)
     return -1;
 }
 
+/* Do two plans put the same neurons on the GPU?  (on_gpu alone: a plan
+ * read from a file gets its n_hot only from hc_place_finish.) */
+static int same_split(const hc_plan *a, const hc_plan *b, const hc_place_in *in)
+{
+    for (int l = 0; l < in->n_layer; l++)
+        if (memcmp(a->layers[l].on_gpu, b->layers[l].on_gpu, (size_t)in->n_ff) != 0)
+            return 0;
+    return 1;
+}
+
 int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out,
                         hc_gpuidx_load *how)
 {
@@ -227,7 +237,7 @@ int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out,
     uint32_t blocks;
     uint64_t cap, need = 0;
     hc_gguf *g = NULL;
-    hc_plan *p = NULL;
+    hc_plan *p = NULL, *fresh = NULL;
     hc_gpuidx_load info = {0};
     if (out)
         *out = NULL;
@@ -277,7 +287,16 @@ int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out,
     info.saved_capacity = cap;
     info.need = need;
     info.capacity = p->capacity = hc_place_fill_items(in, p);
-    if (cap != info.capacity || need > info.capacity) {
+    /* Another capacity (a default budget moves with the GPU's free memory)
+     * still reuses the file when a fresh solve gives the very same split:
+     * the greedy is cheap, and then nothing need be rewritten. */
+    if (cap != info.capacity && need <= info.capacity) {
+        if (hc_plan_solve(in, &fresh))
+            goto out;
+        if (same_split(fresh, p, in))
+            info.outcome = HC_GPUIDX_SAME_SPLIT;
+    }
+    if (info.outcome != HC_GPUIDX_SAME_SPLIT && (cap != info.capacity || need > info.capacity)) {
         /* Another capacity: a fresh solve may place more (or must place
          * fewer) neurons.  The same capacity with neurons that do not fit
          * it: a file that is not what it says (PowerInfer counts neuron
@@ -285,13 +304,18 @@ int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out,
         info.outcome = cap != info.capacity ? HC_GPUIDX_OTHER_CAPACITY : HC_GPUIDX_NO_FIT;
         hc_plan_free(p);
         p = NULL;
-        if (hc_plan_solve(in, out))
+        if (fresh) {
+            *out = fresh;
+            fresh = NULL;
+        } else if (hc_plan_solve(in, out)) {
             goto out;
+        }
     } else {
         if (hc_place_finish(in, p))
             goto out;
         p->from_file = 1;
-        info.outcome = HC_GPUIDX_REUSED;
+        if (info.outcome != HC_GPUIDX_SAME_SPLIT)
+            info.outcome = HC_GPUIDX_REUSED;
         *out = p;
         p = NULL;
     }
@@ -299,6 +323,7 @@ int hc_plan_load_gpuidx(const char *path, const hc_place_in *in, hc_plan **out,
         *how = info;
     rc = 0;
 out:
+    hc_plan_free(fresh);
     hc_plan_free(p);
     hc_gguf_close(g);
     return rc;

@@ -95,8 +95,9 @@ typedef enum hc_sparse_mode {
 /* What to do with PowerInfer's saved neuron split, <model>.generated.gpuidx. */
 typedef enum hc_gpu_index_mode {
     HC_GPU_INDEX_USE = 0,     /* reuse it if it was solved for the room this budget leaves hot
-                                 neurons, else solve and save; a file that cannot be used is
-                                 reported and left alone, and the split solved */
+                                 neurons (or a fresh solve gives the same split), else solve
+                                 and save; a file that cannot be used is reported and left
+                                 alone, and the split solved */
     HC_GPU_INDEX_RESET = 1,   /* solve and overwrite it (--reset-gpu-index) */
     HC_GPU_INDEX_DISABLE = 2  /* neither read nor write it (--disable-gpu-index) */
 } hc_gpu_index_mode;
