@@ -503,23 +503,35 @@ static int token_equals(const char *tok, size_t len, const char *a, const char *
            strncmp(tok + la + 1, b, lb) == 0;
 }
 
+/* The next entry of a comma list, spaces trimmed: its start (and *len), or
+ * NULL at the end.  Empty entries are skipped.  *p moves past it. */
+static const char *next_entry(const char **p, size_t *len)
+{
+    for (;;) {
+        while (**p == ',' || isspace((unsigned char)**p))
+            (*p)++;
+        if (!**p)
+            return NULL;
+        const char *start = *p;
+        while (**p && **p != ',')
+            (*p)++;
+        const char *end = *p;
+        while (end > start && isspace((unsigned char)end[-1]))
+            end--;
+        if (end > start) {
+            *len = (size_t)(end - start);
+            return start;
+        }
+    }
+}
+
 /* Is family[-variant] named by the comma list?  Returns -1 if the list names
  * nothing at all (empty or only separators): then there is no filter. */
 static int is_selected(const char *list, const char *family, const char *variant)
 {
     int any = 0;
-    for (const char *p = list; *p;) {
-        while (*p == ',' || isspace((unsigned char)*p))
-            p++;
-        const char *start = p;
-        while (*p && *p != ',')
-            p++;
-        const char *end = p;
-        while (end > start && isspace((unsigned char)end[-1]))
-            end--;
-        size_t len = (size_t)(end - start);
-        if (len == 0)
-            continue;
+    size_t len;
+    for (const char *p = list, *start; (start = next_entry(&p, &len)) != NULL;) {
         any = 1;
         if (token_equals(start, len, family, NULL) || token_equals(start, len, family, variant))
             return 1;
@@ -562,18 +574,8 @@ static void note_unmatched(hc_registry *r, const scan *s, const char *list, cons
     char unmatched[256] = "";
     size_t used = 0;
     int n_tokens = 0, n_unmatched = 0;
-    for (const char *p = list; *p;) {
-        while (*p == ',' || isspace((unsigned char)*p))
-            p++;
-        const char *start = p;
-        while (*p && *p != ',')
-            p++;
-        const char *end = p;
-        while (end > start && isspace((unsigned char)end[-1]))
-            end--;
-        size_t len = (size_t)(end - start);
-        if (len == 0)
-            continue;
+    size_t len;
+    for (const char *p = list, *start; (start = next_entry(&p, &len)) != NULL;) {
         n_tokens++;
         int matched = 0;
         for (int i = 0; i < s->n && !matched; i++)
