@@ -8,7 +8,6 @@
 # reported by ctest itself as skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 start=$SECONDS
 
 tools/install-deps.sh
@@ -52,10 +51,12 @@ tools/fuzz.sh all 30
 echo "== sanitizers: unit, conformance, hybrid and CLI suites under ASan+UBSan =="
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHC_WERROR=ON -DHC_SANITIZE=address,undefined
 cmake --build build-asan -j"$jobs"
-# tests/lsan.supp: leaks inside drivers we do not own (it says which, and why).
+# No leak suppressions: Mesa's lavapipe keeps 128 bytes from a pthread_once,
+# which LeakSanitizer reported (unsymbolized) once the Vulkan loader had
+# unloaded the driver; the Vulkan plugin keeps drivers mapped
+# (plugins/vulkan/pin.c), so those bytes stay reachable from its globals.
 status=0
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0 \
   ctest --test-dir build-asan -j"$jobs" -L 'unit|conformance|hybrid|cli' --output-on-failure \
   --no-tests=error || status=$?
 if (( status != 0 )); then

@@ -5,9 +5,12 @@
  * lavapipe brings libLLVM) during the first instance-level calls and
  * dlcloses it at vkDestroyInstance.  What a driver leaves behind outlives
  * that: Mesa's lavapipe keeps 128 bytes allocated in a pthread_once, and
- * LeakSanitizer, which reports at exit, then finds them in a library that
- * is no longer mapped, so the report can be neither symbolized nor
- * suppressed by module; drivers also keep threads and atexit handlers
+ * LeakSanitizer, which reports at exit, then finds them reachable from no
+ * mapped global, so it reports a leak it can neither symbolize nor let be
+ * suppressed by module (seen on an AMD EPYC VM: every Vulkan suite of the
+ * sanitizer pass aborted after passing).  With the driver mapped the bytes
+ * stay reachable from its globals and nothing is reported.  Drivers also
+ * keep threads and atexit handlers
  * (the reason loader.c never dlcloses libvulkan).  So every shared object
  * that appeared while the instance was made is pinned with
  * dlopen(RTLD_NOLOAD | RTLD_NODELETE): glibc then never unloads it, and
