@@ -81,10 +81,17 @@ for target in "${targets[@]}"; do
     pt) opts+=(-max_len=8192) ;;
   esac
   echo "fuzz: $target for ${secs}s; seeds: $(ls "$work/seeds" | wc -l), corpus: $(ls "$work/corpus" | wc -l) files" >&2
+  # libFuzzer reports every new input (thousands of lines a minute): that
+  # goes to run.log, the closing statistics (and on a finding, the end of
+  # the log with its report) to the terminal.
   rc=0
   (cd "$work" && "$build/bin/fuzz_$target" "$work/corpus" "$work/seeds" "${opts[@]}" \
-    "${parallel[@]}") || rc=$?
-  echo "fuzz: $target: exit $rc; corpus now $(ls "$work/corpus" | wc -l) files; artifacts: $(ls "$work/artifacts" | wc -l)" >&2
-  (( rc == 0 )) || status=$rc
+    "${parallel[@]}") >"$work/run.log" 2>&1 || rc=$?
+  grep -E '^(Done|stat::)' "$work/run.log" >&2 || true
+  if (( rc != 0 )); then
+    tail -n 60 "$work/run.log" >&2
+    status=$rc
+  fi
+  echo "fuzz: $target: exit $rc; corpus now $(ls "$work/corpus" | wc -l) files; artifacts: $(ls "$work/artifacts" | wc -l); log: $work/run.log" >&2
 done
 exit $status
