@@ -8,7 +8,7 @@
 # Both descriptions locate the prefix from where they are installed, not
 # from CMAKE_INSTALL_PREFIX, so `cmake --install --prefix P` and a prefix
 # moved later still describe themselves correctly (as the library finds its
-# plugins next to itself, core/loader.c).
+# plugins next to itself, core/runtime/loader.c).
 include(CMakePackageConfigHelpers)
 
 set(HC_CMAKE_PACKAGE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/hotcold)

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "mkmodel.h"
-#include "quantize.h"
+#include "format/gguf.h"
 #include "test_util.h"
+#include "toolchain/mkmodel.h"
+#include "toolchain/quantize.h"
 
 static hc_q6k_models g_models;
 static int g_made;

@@ -36,8 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "loader.h"
 #include "ref/ref.h"
+#include "runtime/loader.h"
 #include "test_util.h"
 
 /* ---- bounds ------------------------------------------------------------- */

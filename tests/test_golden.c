@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/gguf.h"
 #include "hotcold/hotcold.h"
-#include "gguf.h"
 #include "q6k_models.h"
-#include "quantize.h"
 #include "ref/ref.h"
 #include "test_util.h"
+#include "toolchain/quantize.h"
 
 #define MAX_IDS 512
 #define NEAR_TIE 1e-4f

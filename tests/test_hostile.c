@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
-#include "gguf.h"
+#include "format/gguf.h"
 #include "hotcold/hotcold.h"
 #include "test_util.h"
 

@@ -28,13 +28,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/gguf.h"
 #include "hotcold/hotcold.h"
-#include "gguf.h"
-#include "placement.h"
-#include "profile.h" /* HC_GGML_TYPE_I32 */
 #include "q6k_models.h"
-#include "quantize.h"
+#include "runtime/placement.h"
 #include "test_util.h"
+#include "toolchain/quantize.h"
 
 #define N_IDS 60
 #define MAX_IDS 512

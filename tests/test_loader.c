@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "hotcold/hotcold.h"
-#include "loader.h"
+#include "runtime/loader.h"
 #include "test_util.h"
 
 #define STUB(name) HC_STUB_DIR "/libhc-" name ".so"
@@ -386,7 +386,7 @@ END_TEST
 /* ---- files that would crash dlopen: the ELF check ------------------------- */
 
 /* The stub "good" as bytes, with its headers read the way the gABI lays
- * them out (independently of core/elf_check.c). */
+ * them out (independently of core/runtime/elf_check.c). */
 typedef struct elf_image {
     unsigned char *data;
     size_t len;

@@ -12,7 +12,7 @@
  *
  * Tolerances:
  *  - recall at threshold 0 in F32: the predictor is exact up to float
- *    rounding (see core/mkmodel.c), so misses can only be neurons with
+ *    rounding (see core/toolchain/mkmodel.c), so misses can only be neurons with
  *    |gate . xn| ~ 1e-6 — recall >= 0.99 leaves room for a handful.
  *  - mean firing fraction per layer, designed 0.10: the generator solves its
  *    biases on 32 calibration tokens, this test measures 96 other tokens in
@@ -38,12 +38,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "hotcold/hotcold.h"
-#include "mkmodel.h"
 #include "ref/ref.h"
+#include "runtime/tokenizer.h"
 #include "test_util.h"
-#include "tokenizer.h"
+#include "toolchain/mkmodel.h"
 
 #define BIAS_C 4.0f /* the bias channel value mkmodel documents */
 

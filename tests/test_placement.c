@@ -1,6 +1,6 @@
 /*
- * The placement solver (core/placement.h), its gpuidx files, the sources
- * of its frequencies (core/placement_stats.h) and the plan table printer.
+ * The placement solver (core/runtime/placement.h), its gpuidx files, the sources
+ * of its frequencies (core/runtime/placement_stats.h) and the plan table printer.
  *
  * Every expectation is worked out by hand from made-up shapes (the comments
  * show the arithmetic), never read back from the solver.
@@ -12,13 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "hotcold/hotcold.h"
-#include "placement.h"
-#include "placement_stats.h"
 #include "plan_print.h"
-#include "profile.h"
+#include "runtime/placement.h"
+#include "runtime/placement_stats.h"
 #include "test_util.h"
+#include "toolchain/profile.h"
 
 #define PT_DIR HC_TEST_DATA "/pt"
 #define MAXL 8

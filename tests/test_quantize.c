@@ -29,11 +29,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "hotcold/hotcold.h"
-#include "placement_stats.h"
-#include "quantize.h"
+#include "runtime/placement_stats.h"
 #include "test_util.h"
+#include "toolchain/quantize.h"
 
 /* ---- independent decoders ----------------------------------------------- */
 static float half_to_float(uint16_t h)

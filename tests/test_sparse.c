@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "hotcold/hotcold.h"
-#include "quantize.h"
 #include "test_util.h"
+#include "toolchain/quantize.h"
 
 #define MAX_IDS 512
 

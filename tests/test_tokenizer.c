@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "hotcold/hotcold.h"
+#include "runtime/tokenizer.h"
 #include "test_util.h"
-#include "tokenizer.h"
 
 #define SPACE "\xe2\x96\x81" /* U+2581 */
 

@@ -37,14 +37,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 #include "hotcold/hotcold.h"
-#include "pack.h"
-#include "profile.h"
-#include "quantize.h"
 #include "ref/ref.h"
 #include "test_util.h"
-#include "train_predictor.h"
+#include "toolchain/pack.h"
+#include "toolchain/profile.h"
+#include "toolchain/quantize.h"
+#include "toolchain/train_predictor.h"
 
 #define RELU2M HC_MODELS_DIR "/relu2M.gguf"
 #define SHIPPED HC_MODELS_DIR "/relu2M.powerinfer.gguf"

@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "format/torch_pt.h"
 #include "hotcold/hotcold.h"
 #include "test_util.h"
-#include "torch_pt.h"
 
 #define PT_DIR HC_TEST_DATA "/pt"
 

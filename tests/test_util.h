@@ -25,7 +25,7 @@ int hc_test_argmax(const float *x, int n);
  * prints the same and exits 77, which CTest reports as skipped. */
 void hc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The type field of tensor `name`'s info, as the bytes of the GGUF/PWRI file
- * at `path` hold it, read by a walker of its own (not core/gguf.c, which
+ * at `path` hold it, read by a walker of its own (not core/format/gguf.c, which
  * translates PWRI ids): 0, or -1 if the file cannot be walked or has no
  * such tensor.  magic (5 bytes, may be NULL) gets the file's magic. */
 int hc_test_raw_tensor_type(const char *path, const char *name, uint32_t *type, char *magic);

@@ -3,10 +3,10 @@
 #
 #   tools/fuzz.sh [gguf|pt|all] [seconds per target]     (default: all, 60)
 #
-#   gguf  the GGUF/PWRI reader (core/gguf.c), seeded from the repo's models'
+#   gguf  the GGUF/PWRI reader (core/format/gguf.c), seeded from the repo's models'
 #         first 64 KiB (header, metadata, tensor infos) and from small files
 #         written by the GGUF writer, with tests/fuzz/gguf.dict
-#   pt    the torch .pt reader (core/torch_pt.c), seeded from tests/data/pt
+#   pt    the torch .pt reader (core/format/torch_pt.c), seeded from tests/data/pt
 #
 # CI runs `tools/fuzz.sh all 30` on every submission, so the targets keep
 # building; a long run is `tools/fuzz.sh gguf 3600` (FUZZ_JOBS=N for N

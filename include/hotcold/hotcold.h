@@ -231,7 +231,7 @@ typedef struct hc_context_run_stats {
 void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out);
 
 /* The placement in effect: NULL when the model has no GPU.  The plan's
- * layout is in the internal core/placement.h; tools print it. */
+ * layout is in the internal core/runtime/placement.h; tools print it. */
 const struct hc_plan *hc_model_plan(const hc_model *m);
 /* How the neuron split was obtained ("solved", "reused <file>", ...). */
 const char *hc_model_plan_note(const hc_model *m);

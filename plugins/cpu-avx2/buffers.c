@@ -52,7 +52,7 @@ hc_status hc_cpu_buffer_alloc(hc_device *dev, uint64_t size, hc_buffer **out)
     b = calloc(1, sizeof *b);
     /* Big buffers (KV cache, converted weights) start on a 2 MiB boundary and
      * ask for transparent huge pages: decode streams through them every
-     * token, and with 4 KiB pages that is a TLB miss per 4 KiB (core/hugemem.h
+     * token, and with 4 KiB pages that is a TLB miss per 4 KiB (core/util/hugemem.h
      * has the measurements).  Only the start moves; the size is unchanged. */
     const size_t align = bytes >= HUGE_MIN ? HUGE_PAGE : 64;
     if (!b || posix_memalign(&mem, align, bytes) != 0) {

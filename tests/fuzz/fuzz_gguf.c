@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the torch .pt reader (core/torch_pt.c).
+ * libFuzzer target for the torch .pt reader (core/format/torch_pt.c).
  *
  * Two ways to read an input, chosen by its first byte:
  *  - 0xFF: the rest is a pickle, wrapped here into a valid torch zip (t/data.pkl,
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/torch_pt.h"
 #include "hotcold/hotcold.h"
-#include "torch_pt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "format/gguf.h"
 
 static int write_one(const char *dir, const char *name, const char *magic, uint32_t version,
                      uint32_t alignment, int variant)

@@ -26,9 +26,9 @@
 #include <string.h>
 
 #include "bench_ops.h"
-#include "device.h"
-#include "engine.h"
+#include "exec/device.h"
 #include "hotcold/hotcold.h"
+#include "runtime/engine.h"
 #include "tool_util.h"
 
 #define MAX_LIST 16

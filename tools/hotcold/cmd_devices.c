@@ -11,7 +11,7 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
-#include "engine.h" /* the registry: the search path the loader really walked */
+#include "runtime/engine.h" /* the registry: the search path the loader really walked */
 #include "tool_util.h"
 
 static void usage(FILE *f)

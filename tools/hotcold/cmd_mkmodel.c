@@ -1,6 +1,6 @@
 /*
  * `hotcold mkmodel`: write a deterministic synthetic PowerInfer (PWRI) model
- * of any shape (core/mkmodel.h), with progress on stderr.
+ * of any shape (core/toolchain/mkmodel.h), with progress on stderr.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -11,8 +11,8 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
-#include "mkmodel.h"
 #include "tool_util.h"
+#include "toolchain/mkmodel.h"
 
 static void usage(FILE *f)
 {

@@ -1,7 +1,7 @@
 /*
  * `hotcold pack`: write a PowerInfer (PWRI) model from a GGUF model, the
  * predictors of `hotcold train-predictor` and, optionally, the activation
- * statistics of `hotcold profile` (rules in core/pack.h).
+ * statistics of `hotcold profile` (rules in core/toolchain/pack.h).
  */
 #include <getopt.h>
 #include <math.h>
@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "gguf.h"
+#include "format/gguf.h"
 #include "hotcold/hotcold.h"
-#include "pack.h"
 #include "tool_util.h"
+#include "toolchain/pack.h"
 
 static void usage(FILE *f)
 {

@@ -1,7 +1,7 @@
 /*
  * `hotcold profile`: how often each FFN neuron fires over a corpus (or as
  * PowerInfer's activation_<i>.pt files say), written as the profile side
- * file (core/profile.h), with a per-layer power-law summary.
+ * file (core/toolchain/profile.h), with a per-layer power-law summary.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,8 +12,8 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
-#include "profile.h"
 #include "tool_util.h"
+#include "toolchain/profile.h"
 
 typedef struct profile_opts {
     const char *model;

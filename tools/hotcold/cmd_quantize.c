@@ -1,7 +1,7 @@
 /*
  * `hotcold quantize IN OUT TYPE`: rewrite a model's weights as f16, q8_0,
  * q4_0 or q6_k, optionally the output head in another type (rules in
- * core/quantize.h), with progress on stderr.
+ * core/toolchain/quantize.h), with progress on stderr.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,8 +11,8 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
-#include "quantize.h"
 #include "tool_util.h"
+#include "toolchain/quantize.h"
 
 static void usage(FILE *f)
 {

@@ -1,6 +1,6 @@
 /*
  * `hotcold train-predictor`: collect (p, fires) pairs from a corpus through
- * the FFN observer, train each layer's fc1/fc2 (core/train_predictor.h), and
+ * the FFN observer, train each layer's fc1/fc2 (core/toolchain/train_predictor.h), and
  * report recall and precision on held-out text never used for training.
  */
 #include <getopt.h>
@@ -14,9 +14,9 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
-#include "profile.h"
 #include "tool_util.h"
-#include "train_predictor.h"
+#include "toolchain/profile.h"
+#include "toolchain/train_predictor.h"
 
 #define DEFAULT_MAX_SAMPLES 24576
 #define DEFAULT_MAX_HELDOUT 8192

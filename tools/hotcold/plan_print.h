@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "placement.h"
+#include "runtime/placement.h"
 
 /* Per layer: where attention, predictor, ffn_norm and KV sit, the hot
  * neurons on the GPU (count of n_ff and %), the share of the layer's

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "output_file.h"
+#include "format/output_file.h"
 
 int hc_tool_parse_int(const char *s, int lo, int hi, int *out)
 {

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "clock.h" /* hc_time_s */
 #include "hotcold/hotcold.h"
+#include "util/clock.h" /* hc_time_s */
 
 #define HC_DEFAULT_MODEL_NAME "stories260K.gguf"
 
@@ -25,7 +25,7 @@ const char *hc_tool_option_name(const struct option *longopts, int val);
  * over max_bytes is refused as soon as it passes the limit (`-f /dev/zero`
  * and endless pipes end with an error, not with all memory). */
 char *hc_tool_read_text(const char *path, size_t max_bytes);
-/* Before any work: may the tool write `path`?  core/output_file.h's rules
+/* Before any work: may the tool write `path`?  core/format/output_file.h's rules
  * (links written through, devices and FIFOs written in place, directories
  * refused); an existing file only with --force.  Prints "hotcold CMD:
  * reason" and returns -1 when not. */
@@ -74,7 +74,7 @@ typedef struct hc_tool_progress {
 } hc_tool_progress;
 void hc_tool_progress_init(hc_tool_progress *p, const char *what, int quiet);
 /* Over tokens ("what: done/total tokens (%), tok/s, ETA"): an hc_progress_fn
- * (core/profile.h); user is the hc_tool_progress. */
+ * (core/toolchain/profile.h); user is the hc_tool_progress. */
 void hc_tool_on_token_progress(void *user, int64_t done, int64_t total);
 /* Over the bytes of a model load ("what: reading 1.2/3.9 GiB (31%), MB/s,
  * ETA"): hc_model_params.progress; silent for loads under 256 MiB, which

@@ -1,0 +1,270 @@
+/* Context lifetime and hc_context_eval: batching and context-overflow checks. */
+#include "exec/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+#define F32 sizeof(float)
+
+hc_context_params hc_context_default_params(void)
+{
+    hc_context_params p = {sizeof p, 0, 64, 0};
+    return p;
+}
+
+/* The slices of an activation buffer, in buffer order. */
+#define N_SLICES 14
+static void acts_slices(hc_acts *A, hc_ref *refs[N_SLICES])
+{
+    hc_ref *all[N_SLICES] = {&A->x,  &A->xn,     &A->q,   &A->att, &A->o,    &A->part, &A->gate,
+                             &A->up, &A->logits, &A->pos, &A->ph,  &A->plog, &A->idx,  &A->all};
+    memcpy(refs, all, sizeof all);
+}
+
+/* The activation slices of one device for n_batch tokens: offsets into A
+ * (when not NULL), and the bytes of the whole buffer. */
+uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A)
+{
+    hc_acts scratch;
+    hc_ref *refs[N_SLICES];
+    acts_slices(A ? A : &scratch, refs);
+    const uint64_t B = (uint64_t)n_batch;
+    const uint64_t e = B * hp->n_embd * F32, ff = B * hp->n_ff * F32;
+    const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
+    const uint64_t ph = B * (uint64_t)(hp->max_pred_rank > 0 ? hp->max_pred_rank : 1) * F32;
+    /* 256-byte alignment keeps every slice friendly to GPU offset rules. */
+    const uint64_t sizes[N_SLICES] = {e,  e, e,  e,  e,  e,    ff, ff, (uint64_t)hp->n_vocab * F32,
+                                      B * 4, ph, ff, list, list};
+    uint64_t off = 0;
+    for (int i = 0; i < N_SLICES; i++) {
+        refs[i]->off = off;
+        off += (sizes[i] + 255) & ~(uint64_t)255;
+    }
+    return off;
+}
+
+uint64_t hc_kv_layer_bytes(const hc_hparams *hp, int n_ctx)
+{
+    return (uint64_t)n_ctx * hp->n_head_kv * hp->head_dim * F32;
+}
+
+/* Carve one device's activation buffer into its named slices. */
+static int alloc_activations(hc_context *c, int on)
+{
+    const hc_hparams *hp = &c->m->hp;
+    hc_dev *d = on == HC_ON_GPU ? &c->m->gpu : &c->m->cpu;
+    hc_acts *A = &c->a[on];
+    const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
+    const uint64_t off = hc_acts_layout(hp, c->n_batch, A);
+    if (hc_dev_alloc(d, off, &A->buf))
+        return -1;
+    hc_ref *refs[N_SLICES];
+    acts_slices(A, refs);
+    for (int i = 0; i < N_SLICES; i++)
+        refs[i]->buf = A->buf;
+    /* Start from zeros: the sparse FFN relies on never-computed activation
+     * rows being finite (see forward.c), and fresh memory may hold NaNs. */
+    void *zeros = calloc(1, (size_t)off);
+    if (!zeros) {
+        hc_set_error("out of memory");
+        return -1;
+    }
+    int rc = hc_dev_upload(d, (hc_ref){A->buf, 0}, zeros, off);
+    /* Dense passes over a transposed down projection are axpy_rows over
+     * every row: upload that list once. */
+    for (int r = 0; r < hp->n_ff; r++)
+        c->host_idx[r] = r;
+    rc = rc || hc_dev_upload(d, A->all, c->host_idx, list) || hc_dev_sync(d);
+    free(zeros);
+    return rc ? -1 : 0;
+}
+
+static int alloc_kv(hc_context *c)
+{
+    const hc_hparams *hp = &c->m->hp;
+    const uint64_t bytes = hc_kv_layer_bytes(hp, c->n_ctx);
+    c->k_cache = calloc((size_t)hp->n_layer, sizeof *c->k_cache);
+    c->v_cache = calloc((size_t)hp->n_layer, sizeof *c->v_cache);
+    if (!c->k_cache || !c->v_cache) {
+        hc_set_error("out of memory for the KV cache table");
+        return -1;
+    }
+    for (int il = 0; il < hp->n_layer; il++) {
+        hc_dev *d = c->m->layers[il].attn_gpu ? &c->m->gpu : &c->m->cpu;
+        if (hc_dev_alloc(d, bytes, &c->k_cache[il]) || hc_dev_alloc(d, bytes, &c->v_cache[il]))
+            return -1;
+    }
+    return 0;
+}
+
+hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
+{
+    hc_context_params p = hc_context_default_params();
+    if (params) {
+        if (params->size == 0) {
+            hc_set_error("hc_context_new: params.size is 0 (start from "
+                         "hc_context_default_params())");
+            return NULL;
+        }
+        memcpy(&p, params, params->size < sizeof p ? params->size : sizeof p);
+        p.size = sizeof p;
+    }
+    hc_context *c = calloc(1, sizeof *c);
+    if (!c) {
+        hc_set_error("out of memory");
+        return NULL;
+    }
+    c->m = m;
+    c->n_ctx = p.n_ctx > 0 ? p.n_ctx : m->hp.n_ctx_train;
+    c->n_batch = p.n_batch > 0 ? p.n_batch : 64;
+    if (c->n_batch > c->n_ctx)
+        c->n_batch = c->n_ctx;
+    c->sparse_check = p.sparse_check && m->hp.sparse == HC_SPARSE_PREDICTOR;
+    const size_t bff = (size_t)c->n_batch * m->hp.n_ff;
+    c->host_x = malloc((size_t)c->n_batch * m->hp.n_embd * F32);
+    c->host_zero = calloc((size_t)c->n_batch * m->hp.n_embd, F32);
+    c->host_gate = malloc(bff * F32);
+    c->host_gidx = malloc((size_t)m->hp.n_ff * sizeof *c->host_gidx);
+    c->host_pos = malloc((size_t)c->n_batch * sizeof *c->host_pos);
+    c->host_plog = malloc(bff * F32);
+    c->host_true = malloc(bff * F32);
+    c->host_idx = malloc((size_t)m->hp.n_ff * sizeof *c->host_idx);
+    c->host_mark = malloc((size_t)m->hp.n_ff);
+    c->acc = calloc((size_t)m->hp.n_layer, sizeof *c->acc);
+    if (!c->host_x || !c->host_zero || !c->host_gate || !c->host_gidx || !c->host_pos ||
+        !c->host_plog || !c->host_true || !c->host_idx ||
+        !c->host_mark || !c->acc) {
+        hc_set_error("out of memory");
+        goto fail;
+    }
+    if (alloc_activations(c, HC_ON_CPU) || (m->has_gpu && alloc_activations(c, HC_ON_GPU)) ||
+        alloc_kv(c))
+        goto fail;
+    return c;
+fail:
+    hc_context_free(c);
+    return NULL;
+}
+
+void hc_context_free(hc_context *c)
+{
+    if (!c)
+        return;
+    for (int il = 0; il < c->m->hp.n_layer; il++) {
+        hc_dev *d = c->m->layers[il].attn_gpu ? &c->m->gpu : &c->m->cpu;
+        if (c->k_cache)
+            hc_dev_free(d, c->k_cache[il]);
+        if (c->v_cache)
+            hc_dev_free(d, c->v_cache[il]);
+    }
+    free(c->k_cache);
+    free(c->v_cache);
+    hc_dev_free(&c->m->cpu, c->a[HC_ON_CPU].buf);
+    if (c->m->has_gpu)
+        hc_dev_free(&c->m->gpu, c->a[HC_ON_GPU].buf);
+    free(c->host_x);
+    free(c->host_zero);
+    free(c->host_gate);
+    free(c->host_gidx);
+    free(c->host_pos);
+    free(c->host_plog);
+    free(c->host_true);
+    free(c->host_idx);
+    free(c->host_mark);
+    free(c->acc);
+    free(c->host_p);
+    free(c->host_h);
+    free(c);
+}
+
+int hc_context_n_ctx(const hc_context *c)
+{
+    return c->n_ctx;
+}
+
+int hc_context_n_past(const hc_context *c)
+{
+    return c->n_past;
+}
+
+void hc_context_reset(hc_context *c)
+{
+    c->n_past = 0;
+    memset(c->acc, 0, (size_t)c->m->hp.n_layer * sizeof *c->acc);
+    memset(&c->run, 0, sizeof c->run);
+}
+
+void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out)
+{
+    *out = c->run;
+    out->fallback_calls = c->m->has_gpu ? c->m->gpu.fallback_calls : 0;
+}
+
+int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out)
+{
+    if (layer < 0 || layer >= c->m->hp.n_layer) {
+        hc_set_error("no layer %d (the model has %d)", layer, c->m->hp.n_layer);
+        return -1;
+    }
+    const struct hc_sparse_layer_acc *a = &c->acc[layer];
+    memset(out, 0, sizeof *out);
+    out->forwards = a->forwards;
+    out->computed_frac = a->forwards ? a->computed / (double)a->forwards : 0.0;
+    out->checked = a->checked_tokens > 0;
+    if (out->checked) {
+        out->recall = a->n_true ? (double)a->n_pred_true / (double)a->n_true : 1.0;
+        out->precision = a->n_pred ? (double)a->n_pred_true / (double)a->n_pred : 1.0;
+        out->true_frac = (double)a->n_true / ((double)a->checked_tokens * c->m->hp.n_ff);
+    }
+    return 0;
+}
+
+int hc_context_set_ffn_observer(hc_context *c, hc_ffn_observer fn, void *user)
+{
+    const hc_hparams *hp = &c->m->hp;
+    if (fn && c->m->has_gpu) {
+        hc_set_error("the FFN observer (profiling, predictor training) runs on the CPU only: "
+                     "load the model with device \"cpu\"");
+        return -1;
+    }
+    if (fn && !c->host_p) {
+        c->host_p = malloc((size_t)c->n_batch * hp->n_embd * F32);
+        c->host_h = malloc((size_t)c->n_batch * hp->n_ff * F32);
+        if (!c->host_p || !c->host_h) {
+            free(c->host_p);
+            free(c->host_h);
+            c->host_p = c->host_h = NULL;
+            hc_set_error("out of memory for the FFN observer's buffers");
+            return -1;
+        }
+    }
+    c->observer = fn;
+    c->observer_user = user;
+    return 0;
+}
+
+int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits)
+{
+    if (n <= 0) {
+        hc_set_error("nothing to evaluate (0 tokens)");
+        return -1;
+    }
+    if (n > c->n_ctx - c->n_past) {
+        hc_set_error("context overflow: %d tokens already in a %d-token context, %d more do not "
+                     "fit (raise -c)",
+                     c->n_past, c->n_ctx, n);
+        return -1;
+    }
+    for (int done = 0; done < n;) {
+        int chunk = n - done < c->n_batch ? n - done : c->n_batch;
+        int last = done + chunk == n;
+        if (hc_forward(c, tokens + done, chunk, last ? logits : NULL))
+            return -1;
+        c->n_past += chunk;
+        c->run.tokens += chunk;
+        done += chunk;
+    }
+    return 0;
+}

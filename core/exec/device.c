@@ -1,0 +1,252 @@
+#include "exec/device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+static const char *status_name(hc_status st)
+{
+    switch (st) {
+    case HC_OK: return "ok";
+    case HC_E_UNSUPPORTED: return "unsupported";
+    case HC_E_INVALID: return "invalid argument";
+    case HC_E_NOMEM: return "out of memory";
+    case HC_E_DEVICE: return "device error";
+    case HC_E_NODEV: return "no device";
+    case HC_E_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+/* Turn a plugin status into 0/-1 and a message that says who failed where. */
+static int check(hc_dev *d, hc_status st, const char *what)
+{
+    if (st == HC_OK)
+        return 0;
+    d->last_status = st;
+    const char *detail = d->be && d->be->ctx ? d->be->ops->last_error(d->be->ctx) : "";
+    hc_set_error("%s: %s failed: %s%s%s", d->label, what, status_name(st),
+                 detail && *detail ? ": " : "", detail ? detail : "");
+    return -1;
+}
+
+static const struct {
+    const char *name;
+    int op;
+} optional_ops[] = {{"rmsnorm", HC_OP_RMSNORM}, {"rope", HC_OP_ROPE},
+                    {"attention", HC_OP_ATTENTION}, {"unary", HC_OP_UNARY},
+                    {"binary", HC_OP_BINARY}, {"glu", HC_OP_GLU}};
+
+/* HOTCOLD_DISABLE_OPS: a comma-separated list of optional ops.  The CPU
+ * plugin is exempt: it is where the fallbacks run. */
+static uint32_t disabled_ops(const hc_dev *d)
+{
+    const char *env = getenv("HOTCOLD_DISABLE_OPS");
+    uint32_t mask = 0;
+    if (!env || !*env || strcmp(d->be->family, "cpu") == 0)
+        return 0;
+    for (const char *p = env; *p;) {
+        size_t len = strcspn(p, ",");
+        int known = 0;
+        for (size_t i = 0; i < sizeof optional_ops / sizeof optional_ops[0]; i++)
+            if (strlen(optional_ops[i].name) == len && strncmp(p, optional_ops[i].name, len) == 0) {
+                mask |= 1u << optional_ops[i].op;
+                known = 1;
+            }
+        if (!known && len > 0)
+            hc_log(HC_LOG_WARN, "HOTCOLD_DISABLE_OPS: '%.*s' is not an optional op the core calls "
+                   "(ignored)",
+                   (int)len, p);
+        p += len + (p[len] == ',');
+    }
+    return mask;
+}
+
+int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
+{
+    memset(d, 0, sizeof *d);
+    if (engine_device < 0 || engine_device >= e->n_devices) {
+        hc_set_error("no device #%d (%d found)", engine_device, e->n_devices);
+        return -1;
+    }
+    hc_engine_device *ed = &e->devices[engine_device];
+    d->be = ed->be;
+    d->ops = ed->be->ops;
+    d->info = ed->info;
+    snprintf(d->label, sizeof d->label, "%s:%d", ed->be->family, ed->index);
+    if (check(d, d->ops->device_open(d->be->ctx, ed->index, &d->dev), "device_open"))
+        goto fail;
+    if (check(d, d->ops->stream_create(d->dev, &d->stream), "stream_create"))
+        goto fail;
+    d->disabled = disabled_ops(d);
+    return 0;
+fail:
+    hc_dev_close(d);
+    return -1;
+}
+
+void hc_dev_close(hc_dev *d)
+{
+    if (!d->ops)
+        return;
+    hc_dev_fallback_free(d);
+    if (d->stream)
+        d->ops->stream_destroy(d->stream);
+    if (d->dev)
+        d->ops->device_close(d->dev);
+    d->stream = NULL;
+    d->dev = NULL;
+}
+
+int hc_dev_alloc(hc_dev *d, uint64_t bytes, hc_buffer **out)
+{
+    *out = NULL;
+    return check(d, d->ops->buffer_alloc(d->dev, bytes ? bytes : 1, out), "buffer_alloc");
+}
+
+void hc_dev_free(hc_dev *d, hc_buffer *b)
+{
+    if (!b)
+        return;
+    /* Ops queued or running on the device's stream may still read or write
+     * the buffer (uploads of a placement that ran out of memory half-way,
+     * say): let them finish first, as the ABI promises plugins.  Its result
+     * does not matter here, and a stream with nothing queued returns at
+     * once. */
+    if (d->stream && d->ops->stream_sync(d->stream) != HC_OK)
+        HC_DEBUG("%s: stream_sync before buffer_free failed: %s", d->label,
+                 d->ops->last_error(d->be->ctx));
+    d->ops->buffer_free(b);
+}
+
+int hc_dev_buffer_from_host(hc_dev *d, const void *ptr, uint64_t bytes, hc_buffer **out)
+{
+    *out = NULL;
+    if (HC_DEV_HAS(d, buffer_wrap_host) && (d->info.caps & HC_CAP_WRAP_HOST)) {
+        /* The plugin promises not to write through a wrapped weight buffer;
+         * the cast only satisfies the one-signature-for-all ABI. */
+        if (d->ops->buffer_wrap_host(d->dev, (void *)(uintptr_t)ptr, bytes, out) == HC_OK)
+            return 0;
+        HC_DEBUG("%s: wrap_host refused (%s); copying instead", d->label,
+                 d->ops->last_error(d->be->ctx));
+    }
+    if (hc_dev_alloc(d, bytes, out))
+        return -1;
+    hc_ref r = {*out, 0};
+    if (hc_dev_upload(d, r, ptr, bytes) || hc_dev_sync(d)) {
+        hc_dev_free(d, *out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int hc_dev_upload(hc_dev *d, hc_ref dst, const void *src, uint64_t bytes)
+{
+    return check(d, d->ops->upload(d->stream, dst, src, bytes), "upload");
+}
+
+int hc_dev_download(hc_dev *d, void *dst, hc_ref src, uint64_t bytes)
+{
+    return check(d, d->ops->download(d->stream, dst, src, bytes), "download");
+}
+
+int hc_dev_sync(hc_dev *d)
+{
+    return check(d, d->ops->stream_sync(d->stream), "stream_sync");
+}
+
+int hc_dev_flush(hc_dev *d)
+{
+    if (!HC_DEV_HAS(d, stream_flush))
+        return 0;
+    return check(d, d->ops->stream_flush(d->stream), "stream_flush");
+}
+
+int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                  int64_t n, hc_ref y)
+{
+    return check(d, d->ops->matmul(d->stream, t, w, rows, cols, x, n, y), "matmul");
+}
+
+int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                       int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    return check(d, d->ops->matvec_rows(d->stream, t, w, rows, cols, x, n, idx, n_idx, y),
+                 "matvec_rows");
+}
+
+int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64_t cols, hc_ref x,
+                        int64_t n)
+{
+    if (HC_DEV_HAS(d, matmul_batch))
+        return check(d, d->ops->matmul_batch(d->stream, desc, n_desc, cols, x, n), "matmul_batch");
+    for (int i = 0; i < n_desc; i++) {
+        const hc_matmul_desc *m = &desc[i];
+        if (m->idx.buf ? hc_dev_matvec_rows(d, m->wtype, m->w, m->rows, cols, x, n, m->idx,
+                                            m->n_idx, m->y)
+                       : hc_dev_matmul(d, m->wtype, m->w, m->rows, cols, x, n, m->y))
+            return -1;
+    }
+    return 0;
+}
+
+int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols, hc_ref h,
+                     int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    return check(d, d->ops->axpy_rows(d->stream, t, wt, rows, cols, h, n, idx, n_idx, y),
+                 "axpy_rows");
+}
+
+int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps)
+{
+    if (!HC_DEV_USES(d, rmsnorm, HC_OP_RMSNORM))
+        return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
+    return check(d, d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps), "rmsnorm");
+}
+
+int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode)
+{
+    if (!HC_DEV_USES(d, rope, HC_OP_ROPE))
+        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base, freq_scale, mode);
+    return check(d,
+                 d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+                              freq_scale, mode),
+                 "rope");
+}
+
+int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_t n_tok,
+                     hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                     float scale)
+{
+    if (!HC_DEV_USES(d, attention, HC_OP_ATTENTION))
+        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv, head_dim, scale);
+    return check(d,
+                 d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+                                   head_dim, scale),
+                 "attention");
+}
+
+int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param)
+{
+    if (!HC_DEV_USES(d, unary, HC_OP_UNARY))
+        return hc_dev_fallback_unary(d, op, x, y, n, param);
+    return check(d, d->ops->unary(d->stream, op, x, y, n, param), "unary");
+}
+
+int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n)
+{
+    if (!HC_DEV_USES(d, binary, HC_OP_BINARY))
+        return hc_dev_fallback_binary(d, op, a, b, y, n);
+    return check(d, d->ops->binary(d->stream, op, a, b, y, n), "binary");
+}
+
+int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift)
+{
+    if (!HC_DEV_USES(d, glu, HC_OP_GLU))
+        return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
+    return check(d, d->ops->glu(d->stream, act, g, u, h, n, shift), "glu");
+}

@@ -1,0 +1,101 @@
+/*
+ * A device as the core uses it: one plugin device, one in-order stream, and
+ * thin wrappers over the plugin's ops that turn a failing hc_status into a
+ * one-line hc_last_error() naming the plugin, the op and the plugin's own
+ * last_error.  Optional ops the plugin lacks (NULL entries) get their single
+ * default here: the op runs on the host device (the CPU plugin) and the
+ * vectors it touches move there and back (device_fallback.c).
+ *
+ * HOTCOLD_DISABLE_OPS=rmsnorm,rope,... makes the core treat those optional
+ * ops as missing on every non-CPU device: it tests the fallback on real
+ * plugins and lets a user route around a suspect kernel.
+ */
+#ifndef HC_CORE_DEVICE_H
+#define HC_CORE_DEVICE_H
+
+#include "hotcold/plugin.h"
+#include "runtime/engine.h"
+
+typedef struct hc_dev {
+    hc_backend *be;
+    const hc_plugin_ops *ops;
+    hc_device *dev;
+    hc_stream *stream;
+    hc_device_info info;
+    char label[64]; /* "cpu:0" */
+    /* Where ops this plugin lacks run (the CPU device); NULL = nowhere. */
+    struct hc_dev *host;
+    uint32_t disabled;       /* 1u << hc_op_id: optional ops treated as missing */
+    /* Host-device scratch for fallbacks, one per op argument. */
+    hc_buffer *fb_buf[5];
+    uint64_t fb_bytes[5];
+    uint64_t fallback_calls; /* ops that ran on the host instead */
+    hc_status last_status;   /* of the last failed call (HC_E_NOMEM: shrink and retry) */
+} hc_dev;
+
+/* Open engine device i (see hc_engine_device_report) with one stream. */
+int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device);
+void hc_dev_close(hc_dev *d);
+
+/* Is this an op the plugin implements? */
+#define HC_DEV_HAS(d, field) HC_OPS_HAS((d)->ops, field)
+/* ... and that the core may call (not disabled by HOTCOLD_DISABLE_OPS). */
+#define HC_DEV_USES(d, field, op_id) (HC_DEV_HAS(d, field) && !((d)->disabled & (1u << (op_id))))
+
+/* Start queued work without waiting (ABI 1.1 stream_flush; no-op without). */
+int hc_dev_flush(hc_dev *d);
+
+/* Allocate a buffer; returns 0 or -1 (error set). */
+int hc_dev_alloc(hc_dev *d, uint64_t bytes, hc_buffer **out);
+void hc_dev_free(hc_dev *d, hc_buffer *b);
+/* A device buffer over host memory: zero-copy when the plugin can wrap,
+ * otherwise a device allocation filled by upload. */
+int hc_dev_buffer_from_host(hc_dev *d, const void *ptr, uint64_t bytes, hc_buffer **out);
+
+int hc_dev_upload(hc_dev *d, hc_ref dst, const void *src, uint64_t bytes);
+int hc_dev_download(hc_dev *d, void *dst, hc_ref src, uint64_t bytes);
+int hc_dev_sync(hc_dev *d);
+
+/* The ops, with the semantics documented in plugin.h.  0 or -1. */
+int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                  int64_t n, hc_ref y);
+int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                       int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+/* The products of one x (ABI 1.2 matmul_batch; without it, one matmul or
+ * matvec_rows per desc). */
+int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64_t cols, hc_ref x,
+                        int64_t n);
+int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols, hc_ref h,
+                     int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps);
+int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode);
+int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_t n_tok,
+                     hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                     float scale);
+int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param);
+int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
+int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
+
+/* The fallbacks (device_fallback.c): run on d->host, moving the vectors. */
+int hc_dev_fallback_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,
+                            float eps);
+int hc_dev_fallback_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                         int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode);
+int hc_dev_fallback_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out,
+                              int64_t n_tok, hc_ref pos, int64_t n_head, int64_t n_head_kv,
+                              int64_t head_dim, float scale);
+int hc_dev_fallback_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param);
+int hc_dev_fallback_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
+int hc_dev_fallback_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n,
+                        float shift);
+void hc_dev_fallback_free(hc_dev *d);
+
+/* hc_ref arithmetic: r advanced by `bytes`. */
+static inline hc_ref hc_ref_at(hc_ref r, uint64_t bytes)
+{
+    r.off += bytes;
+    return r;
+}
+
+#endif /* HC_CORE_DEVICE_H */

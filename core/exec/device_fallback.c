@@ -1,0 +1,204 @@
+/*
+ * The one default for every optional op a plugin lacks: run it on the host
+ * device (the CPU plugin) and move the vectors it touches.
+ *
+ * Each argument is staged into a host-device scratch buffer: inputs are
+ * downloaded from the device, the op runs on the host device, outputs are
+ * uploaded back.  Arguments that name the same place (in-place ops such as
+ * x += o) share one staging slot, so aliasing means the same as on the
+ * device.  Everything is synchronous: a fallback is a correctness path, and
+ * its cost shows up in `fallback_calls` and in the run's figures.
+ */
+#include <string.h>
+
+#include "exec/device.h"
+#include "util/log.h"
+
+#define N_SLOTS 5
+
+typedef struct stage {
+    hc_ref dev;      /* the argument on d */
+    uint64_t bytes;
+    int in, out;     /* read by the op / written by it */
+    int same_as;     /* index of an earlier argument naming the same place, or -1 */
+    hc_ref host;     /* its staging place on d->host */
+    void *ptr;       /* host address of that */
+} stage;
+
+static int ensure_slot(hc_dev *d, int slot, uint64_t bytes)
+{
+    hc_dev *h = d->host;
+    if (d->fb_buf[slot] && d->fb_bytes[slot] >= bytes)
+        return 0;
+    hc_dev_free(h, d->fb_buf[slot]);
+    d->fb_buf[slot] = NULL;
+    d->fb_bytes[slot] = 0;
+    if (hc_dev_alloc(h, bytes, &d->fb_buf[slot]))
+        return -1;
+    d->fb_bytes[slot] = bytes;
+    return 0;
+}
+
+void hc_dev_fallback_free(hc_dev *d)
+{
+    for (int i = 0; i < N_SLOTS; i++) {
+        if (d->fb_buf[i] && d->host)
+            hc_dev_free(d->host, d->fb_buf[i]);
+        d->fb_buf[i] = NULL;
+        d->fb_bytes[i] = 0;
+    }
+}
+
+/* Give every argument a host place and bring the inputs over. */
+static int stage_in(hc_dev *d, const char *op, stage *s, int n)
+{
+    if (!d->host || !HC_DEV_HAS(d->host, buffer_host_ptr)) {
+        hc_set_error("%s: plugin '%s' does not implement %s and no CPU device is open to run it",
+                     d->label, d->be->family, op);
+        return -1;
+    }
+    d->fallback_calls++;
+    for (int i = 0; i < n; i++) {
+        s[i].same_as = -1;
+        for (int j = 0; j < i; j++)
+            if (s[j].dev.buf == s[i].dev.buf && s[j].dev.off == s[i].dev.off)
+                s[i].same_as = j;
+        if (s[i].same_as >= 0) {
+            stage *o = &s[s[i].same_as];
+            if (s[i].bytes > o->bytes)
+                o->bytes = s[i].bytes;
+            o->in |= s[i].in;
+            o->out |= s[i].out;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (s[i].same_as >= 0)
+            continue;
+        if (ensure_slot(d, i, s[i].bytes ? s[i].bytes : 4))
+            return -1;
+        s[i].host = (hc_ref){d->fb_buf[i], 0};
+        s[i].ptr = d->host->ops->buffer_host_ptr(d->fb_buf[i]);
+        if (!s[i].ptr) {
+            hc_set_error("%s: the CPU device gave no host address for a %s fallback buffer",
+                         d->label, op);
+            return -1;
+        }
+        if (s[i].in && s[i].bytes && hc_dev_download(d, s[i].ptr, s[i].dev, s[i].bytes))
+            return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (s[i].same_as >= 0)
+            s[i].host = s[s[i].same_as].host;
+    return hc_dev_sync(d);
+}
+
+/* Wait for the host op, then send the outputs back. */
+static int stage_out(hc_dev *d, stage *s, int n)
+{
+    if (hc_dev_sync(d->host))
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (s[i].same_as < 0 && s[i].out && s[i].bytes &&
+            hc_dev_upload(d, s[i].dev, s[i].ptr, s[i].bytes))
+            return -1;
+    /* The staging memory is reused by the next fallback: the uploads must
+     * have read it before this returns. */
+    return hc_dev_sync(d);
+}
+
+#define F32 ((uint64_t)sizeof(float))
+
+int hc_dev_fallback_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,
+                            float eps)
+{
+    const uint64_t v = (uint64_t)n * (uint64_t)dim * F32;
+    stage s[3] = {{.dev = x, .bytes = v, .in = 1},
+                  {.dev = w, .bytes = (uint64_t)dim * F32, .in = 1},
+                  {.dev = y, .bytes = v, .out = 1}};
+    if (stage_in(d, "rmsnorm", s, 3) ||
+        hc_dev_rmsnorm(d->host, s[0].host, s[1].host, s[2].host, n, dim, eps))
+        return -1;
+    return stage_out(d, s, 3);
+}
+
+int hc_dev_fallback_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                         int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode)
+{
+    stage s[2] = {{.dev = x, .bytes = (uint64_t)(n_tok * n_head * head_dim) * F32, .in = 1, .out = 1},
+                  {.dev = pos, .bytes = (uint64_t)n_tok * sizeof(int32_t), .in = 1}};
+    if (stage_in(d, "rope", s, 2) ||
+        hc_dev_rope(d->host, s[0].host, n_tok, n_head, head_dim, n_rot, s[1].host, freq_base,
+                    freq_scale, mode))
+        return -1;
+    return stage_out(d, s, 2);
+}
+
+/* The KV cache is read up to the largest position of the batch, so the
+ * positions come over first. */
+int hc_dev_fallback_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out,
+                              int64_t n_tok, hc_ref pos, int64_t n_head, int64_t n_head_kv,
+                              int64_t head_dim, float scale)
+{
+    const uint64_t qb = (uint64_t)(n_tok * n_head * head_dim) * F32;
+    stage p[1] = {{.dev = pos, .bytes = (uint64_t)n_tok * sizeof(int32_t), .in = 1}};
+    if (stage_in(d, "attention", p, 1))
+        return -1;
+    /* stage_in counted one call; the second staging below is the same call. */
+    d->fallback_calls--;
+    int32_t max_pos = 0;
+    for (int64_t t = 0; t < n_tok; t++) {
+        int32_t ps = ((const int32_t *)p[0].ptr)[t];
+        if (ps < 0) {
+            hc_set_error("%s: attention fallback: negative position %d", d->label, (int)ps);
+            return -1;
+        }
+        if (ps > max_pos)
+            max_pos = ps;
+    }
+    const uint64_t kvb = (uint64_t)(max_pos + 1) * (uint64_t)(n_head_kv * head_dim) * F32;
+    /* pos is staged again as slot 4 so slot 0..3 hold q, k, v, out. */
+    stage s[5] = {{.dev = q, .bytes = qb, .in = 1},
+                  {.dev = k, .bytes = kvb, .in = 1},
+                  {.dev = v, .bytes = kvb, .in = 1},
+                  {.dev = out, .bytes = qb, .out = 1},
+                  {.dev = pos, .bytes = (uint64_t)n_tok * sizeof(int32_t), .in = 1}};
+    if (stage_in(d, "attention", s, 5) ||
+        hc_dev_attention(d->host, s[0].host, s[1].host, s[2].host, s[3].host, n_tok, s[4].host,
+                         n_head, n_head_kv, head_dim, scale))
+        return -1;
+    return stage_out(d, s, 5);
+}
+
+int hc_dev_fallback_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param)
+{
+    const uint64_t b = (uint64_t)n * F32;
+    stage s[2] = {{.dev = x, .bytes = b, .in = 1}, {.dev = y, .bytes = b, .out = 1}};
+    if (stage_in(d, "unary", s, 2) || hc_dev_unary(d->host, op, s[0].host, s[1].host, n, param))
+        return -1;
+    return stage_out(d, s, 2);
+}
+
+int hc_dev_fallback_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n)
+{
+    const uint64_t sz = (uint64_t)n * F32;
+    stage s[3] = {{.dev = a, .bytes = sz, .in = 1},
+                  {.dev = b, .bytes = sz, .in = 1},
+                  {.dev = y, .bytes = sz, .out = 1}};
+    if (stage_in(d, "binary", s, 3) ||
+        hc_dev_binary(d->host, op, s[0].host, s[1].host, s[2].host, n))
+        return -1;
+    return stage_out(d, s, 3);
+}
+
+int hc_dev_fallback_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n,
+                        float shift)
+{
+    const uint64_t sz = (uint64_t)n * F32;
+    stage s[3] = {{.dev = g, .bytes = sz, .in = 1},
+                  {.dev = u, .bytes = sz, .in = 1},
+                  {.dev = h, .bytes = sz, .out = 1}};
+    if (stage_in(d, "glu", s, 3) ||
+        hc_dev_glu(d->host, act, s[0].host, s[1].host, s[2].host, n, shift))
+        return -1;
+    return stage_out(d, s, 3);
+}

@@ -1,0 +1,118 @@
+/*
+ * The model as the forward pass sees it (internal): hyper-parameters read
+ * from GGUF metadata, and every weight validated (shape, type) and placed on
+ * the model's device.
+ */
+#ifndef HC_CORE_MODEL_H
+#define HC_CORE_MODEL_H
+
+#include "exec/device.h"
+#include "format/gguf.h"
+#include "hotcold/hotcold.h"
+#include "runtime/placement.h"
+#include "runtime/tokenizer.h"
+
+/* One weight matrix (or vector): `rows` rows of `cols` elements, cols being
+ * GGUF's contiguous ne0.  `host` points into the file mapping (the embedding
+ * is read there); `ref` is where the CPU device sees it (every weight,
+ * zero-copy over the mapping when it can); `gref` is its copy on the GPU
+ * when the placement put it there (gref.buf NULL otherwise). */
+typedef struct hc_weight {
+    const char *name;
+    hc_type type;
+    int64_t rows, cols;
+    uint64_t bytes;
+    const void *host;
+    int from_file;      /* host lies in the file mapping (else built at load) */
+    hc_ref ref;
+    hc_ref gref;
+} hc_weight;
+
+typedef struct hc_hparams {
+    int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot, n_ctx_train;
+    float norm_eps;
+    float rope_freq_base, rope_freq_scale;
+    int rope_mode;            /* hc_rope_mode */
+    int ffn_act;              /* hc_glu_act */
+    float ffn_gate_shift;     /* h = act(gate - shift) * up */
+    int block_input_relu;     /* attention/FFN inputs are relu(norm(x) - shift) */
+    float block_input_relu_shift;
+    int is_pwri;              /* PowerInfer file: ffn_down_t and predictors */
+    int has_predictor;        /* every layer has fc1/fc2 */
+    int sparse;               /* hc_sparse_mode in effect (never AUTO) */
+    float sparse_threshold;   /* predicted active iff logit >= this */
+    int max_pred_rank;        /* largest H_i */
+} hc_hparams;
+
+/* The FFN's down projection is held one of two ways: `ffn_down` as in
+ * llama GGUF ([n_embd rows][n_ff cols], used by a dense matmul) or
+ * `ffn_down_t` transposed ([n_ff rows][n_embd cols]: row r is what neuron r
+ * adds, used by axpy_rows).  PWRI files store only the transpose.  On a
+ * plain GGUF the oracle mode keeps the dense down matmul: every activation
+ * it did not compute is exactly zero there. */
+typedef struct hc_layer {
+    hc_weight attn_norm, wq, wk, wv, wo;
+    hc_weight ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_down_t;
+    hc_weight fc1, fc2;       /* predictor: [n_embd -> H] and [H -> n_ff] */
+    int pred_rank;            /* H of this layer (0: none) */
+
+    /* Placement (see core/runtime/placement.h).  The GPU holds the layer's hot
+     * neurons as compact matrices: compact row j is neuron hot[j].  With
+     * every neuron hot the compact matrices are the whole ones. */
+    int attn_gpu, pred_gpu;   /* attention (+ its KV cache), predictor */
+    int64_t n_hot;
+    const int32_t *hot;       /* [n_hot] ascending ids (the plan owns them) */
+    int32_t *gpu_row;         /* [n_ff] compact row of a neuron, -1 = on the CPU */
+    hc_ref hot_gate, hot_up, hot_down; /* on the GPU: [n_hot] rows each; hot_down
+                                          is down_t rows, or ffn_down when all hot */
+    hc_ref cold_idx;          /* on the CPU: int32 ids of the CPU's neurons */
+    int64_t n_cold;
+} hc_layer;
+
+struct hc_model {
+    hc_engine *engine;
+    hc_gguf *gguf;
+    hc_tokenizer *tok;
+    char path[1024];
+    char arch[32];
+    char name[128];
+    hc_hparams hp;
+    hc_weight tok_embd, output_norm, output;
+    hc_layer *layers;
+    /* The CPU device always (it also runs the ops a GPU plugin lacks); the
+     * GPU device when one was asked for (--device). */
+    hc_dev cpu, gpu;
+    int has_gpu;
+    hc_plan *plan;            /* NULL without a GPU */
+    int output_gpu;
+    hc_buffer **bufs;         /* CPU buffers holding the weights */
+    int n_bufs;
+    hc_buffer **gbufs;        /* GPU buffers */
+    int n_gbufs;
+    uint64_t gpu_weight_bytes;
+    char gpu_index_note[1400]; /* how the neuron split was obtained */
+    uint64_t weight_bytes;    /* all tensors */
+    uint32_t main_type;       /* type of the attention/FFN matrices */
+};
+
+/* A weight is present when it was bound. */
+static inline int hc_weight_present(const hc_weight *w)
+{
+    return w->name != NULL;
+}
+
+/* Keep a CPU buffer with the model (freed with it); on failure frees b.
+ * 0 or -1. */
+int hc_model_add_buffer(hc_model *m, hc_buffer *b);
+
+/* Place what the plan puts on the GPU (model_place.c): solve or reload the
+ * split, upload, build the per-layer neuron maps.  A GPU out of memory
+ * shrinks the budget and retries, down to nothing on the GPU. */
+int hc_model_place_gpu(hc_model *m, const hc_model_params *p);
+void hc_model_free_gpu(hc_model *m);
+
+/* Bytes one decoded token reads from the weights: every matrix once, one
+ * embedding row.  The dense-decode memory floor is this / bandwidth. */
+uint64_t hc_model_decode_bytes(const hc_model *m);
+
+#endif /* HC_CORE_MODEL_H */
