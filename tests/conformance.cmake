@@ -4,7 +4,7 @@
 # the same binary on the portable CPU variant only (HOTCOLD_PLUGINS=
 # cpu-generic selects family-variant).  Out of CTest, the binary tests
 # whatever HOTCOLD_PLUGINS selects (everything that loads when unset).
-hc_add_check_test(test_conformance SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_conformance.c
+hc_add_check_test(test_conformance WHITEBOX SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_conformance.c
                   LABELS conformance TIMEOUT 600)
 set_tests_properties(test_conformance PROPERTIES
   ENVIRONMENT "HOTCOLD_PLUGIN_PATH=${HC_PLUGIN_BUILD_DIR};HOTCOLD_PLUGINS=cpu;CK_DEFAULT_TIMEOUT=60")

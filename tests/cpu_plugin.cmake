@@ -1,7 +1,7 @@
 # The CPU plugin's own suite: both builds (avx2, generic) dlopen'ed from the
 # build directory; determinism across thread counts, argument checks, a few
 # spot checks against core/ref.
-hc_add_check_test(test_cpu_plugin SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_cpu_plugin.c
+hc_add_check_test(test_cpu_plugin WHITEBOX SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_cpu_plugin.c
                   LABELS unit TIMEOUT 600)
 target_link_libraries(test_cpu_plugin PRIVATE m)
 # The plugin's internal helpers that are checked directly (cpu_kernels.h).

@@ -1,2 +1,2 @@
-hc_add_check_test(test_golden SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_golden.c
+hc_add_check_test(test_golden WHITEBOX SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_golden.c
                   ${CMAKE_CURRENT_SOURCE_DIR}/q6k_models.c LABELS golden TIMEOUT 900)

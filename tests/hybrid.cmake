@@ -4,7 +4,7 @@
 # load: the CPU holds the cold neurons and runs what the GPU plugin lacks.
 # Without a Vulkan device the binary exits 77 (skipped).
 # Label "hybrid" too: the sanitizer pass of tools/test.sh runs it.
-hc_add_check_test(test_hybrid SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_hybrid.c
+hc_add_check_test(test_hybrid WHITEBOX SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_hybrid.c
                   ${CMAKE_CURRENT_SOURCE_DIR}/q6k_models.c LABELS golden hybrid TIMEOUT 900)
 file(GLOB HC_HYBRID_LVP /usr/share/vulkan/icd.d/lvp_icd.*.json)
 set(HC_HYBRID_ENV "HOTCOLD_PLUGIN_PATH=${HC_PLUGIN_BUILD_DIR}" "CK_DEFAULT_TIMEOUT=600")

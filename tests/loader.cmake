@@ -46,7 +46,7 @@ hc_add_stub(trio-best ${stub_src} STUB_FAMILY="trio" STUB_VARIANT="best" STUB_PR
 hc_add_stub(trio-ok ${stub_src} STUB_FAMILY="trio" STUB_VARIANT="ok" STUB_PROBE=10)
 hc_add_stub(example ${PROJECT_SOURCE_DIR}/docs/example-plugin/hc_example.c)
 
-hc_add_check_test(test_loader SOURCES test_loader.c LABELS unit TIMEOUT 120)
+hc_add_check_test(test_loader WHITEBOX SOURCES test_loader.c LABELS unit TIMEOUT 120)
 target_compile_definitions(test_loader PRIVATE HC_STUB_DIR="${HC_STUB_DIR}")
 target_link_libraries(test_loader PRIVATE ${CMAKE_DL_LIBS})
 # The suite dlopens the stubs and runs the `hotcold` command.

@@ -8,9 +8,8 @@
 #include <string.h>
 
 #include "format/gguf.h"
+#include "hotcold/toolchain.h"
 #include "test_util.h"
-#include "toolchain/mkmodel.h"
-#include "toolchain/quantize.h"
 
 static hc_q6k_models g_models;
 static int g_made;

@@ -17,10 +17,10 @@
 
 #include "format/gguf.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "q6k_models.h"
 #include "ref/ref.h"
 #include "test_util.h"
-#include "toolchain/quantize.h"
 
 #define MAX_IDS 512
 #define NEAR_TIE 1e-4f

@@ -30,10 +30,11 @@
 
 #include "format/gguf.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "q6k_models.h"
+#include "runtime/model.h" /* hc_model_plan: the plan itself */
 #include "runtime/placement.h"
 #include "test_util.h"
-#include "toolchain/quantize.h"
 
 #define N_IDS 60
 #define MAX_IDS 512

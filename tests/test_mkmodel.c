@@ -40,10 +40,10 @@
 
 #include "format/gguf.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "ref/ref.h"
 #include "runtime/tokenizer.h"
 #include "test_util.h"
-#include "toolchain/mkmodel.h"
 
 #define BIAS_C 4.0f /* the bias channel value mkmodel documents */
 

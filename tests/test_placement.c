@@ -12,13 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "format/act_counts.h"
 #include "format/gguf.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "plan_print.h"
+#include "runtime/model.h"
 #include "runtime/placement.h"
 #include "runtime/placement_stats.h"
 #include "test_util.h"
-#include "toolchain/profile.h"
 
 #define PT_DIR HC_TEST_DATA "/pt"
 #define MAXL 8
@@ -1137,13 +1139,23 @@ START_TEST(freq_from_activation_dir)
 END_TEST
 
 /* ---- the table ----------------------------------------------------------------- */
+/* The table of plan p (NULL: none), through the public figures the tool
+ * prints from (hc_plan_info, hc_plan_layer_info). */
 static char *print_to_string(const hc_plan *p, const char *label)
 {
     char *buf = NULL;
     size_t len = 0;
+    hc_plan_info info;
+    hc_plan_layer_info layers[8];
+    if (p) {
+        ck_assert_int_le(p->n_layer, 8);
+        hc_plan_info_of(p, &info);
+        for (int l = 0; l < p->n_layer; l++)
+            hc_plan_layer_of(p, l, &layers[l]);
+    }
     FILE *f = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(f);
-    hc_tool_print_plan(f, p, label);
+    hc_tool_print_plan(f, p ? &info : NULL, p ? layers : NULL, label);
     fclose(f);
     return buf;
 }

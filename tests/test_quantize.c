@@ -31,9 +31,9 @@
 
 #include "format/gguf.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "runtime/placement_stats.h"
 #include "test_util.h"
-#include "toolchain/quantize.h"
 
 /* ---- independent decoders ----------------------------------------------- */
 static float half_to_float(uint16_t h)

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "test_util.h"
-#include "toolchain/quantize.h"
 
 #define MAX_IDS 512
 

@@ -39,12 +39,9 @@
 
 #include "format/gguf.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "ref/ref.h"
 #include "test_util.h"
-#include "toolchain/pack.h"
-#include "toolchain/profile.h"
-#include "toolchain/quantize.h"
-#include "toolchain/train_predictor.h"
 
 #define RELU2M HC_MODELS_DIR "/relu2M.gguf"
 #define SHIPPED HC_MODELS_DIR "/relu2M.powerinfer.gguf"

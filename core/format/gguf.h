@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hotcold/hotcold.h" /* hc_ggml_type_name */
+
 typedef enum hc_gguf_vtype {
     HC_GGUF_U8 = 0,
     HC_GGUF_I8 = 1,
@@ -117,9 +119,8 @@ const char *hc_gguf_arr_str(const hc_gguf_kv *kv, uint64_t i, uint64_t *len);
 /* Tensor lookup: pointer or NULL. */
 const hc_gguf_tensor *hc_gguf_find_tensor(const hc_gguf *g, const char *name);
 
-/* Name of a ggml type id ("f32", "q4_0", ...), or "type<N>" for ones we do not
- * know (static storage for known ones; unknown ones use a thread-local buffer). */
-const char *hc_ggml_type_name(uint32_t type);
+/* hc_ggml_type_name(): public, in hotcold.h ("type<N>" for ids ggml does not
+ * know, in a thread-local buffer). */
 /* Block size (elements) and bytes per block of a ggml type id; 0 if unknown. */
 uint32_t hc_ggml_block_size(uint32_t type);
 uint32_t hc_ggml_type_size(uint32_t type);

@@ -24,16 +24,17 @@
 
 #include <stdio.h>
 
+#include "hotcold/toolchain.h" /* hc_output_check */
+
 typedef struct hc_output_file {
     char *target; /* the file that gets the data: OUT, or what its link names */
     char *tmp;    /* the temporary file renamed over target; NULL: target is written directly */
     FILE *f;      /* NULL when closed */
 } hc_output_file;
 
-/* Would the rules let `path` be written?  0, or -1 with a one-line reason in
- * hc_last_error() (e.g. "m.gguf already exists (--force replaces it)"). For
- * a tool to check before long work; hc_output_open() applies the same rules. */
-int hc_output_check(const char *path, int replace);
+/* hc_output_check(path, replace), whether the rules let `path` be written,
+ * is public (hotcold/toolchain.h): tools check it before long work, and
+ * hc_output_open() applies the same rules. */
 
 /* Open `path` for writing under the rules.  0 and o->f open (fully
  * buffered), or -1 with hc_last_error() set and nothing created. */

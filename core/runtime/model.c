@@ -666,15 +666,6 @@ void hc_model_describe(const hc_model *m, hc_model_desc *out)
     out->relu_ffn = m->hp.ffn_act != HC_GLU_SILU;
 }
 
-const struct hc_plan *hc_model_plan(const hc_model *m)
-{
-    return m->plan;
-}
-
-const char *hc_model_plan_note(const hc_model *m)
-{
-    return m->gpu_index_note;
-}
 
 int hc_model_token_bos(const hc_model *m)
 {

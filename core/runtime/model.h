@@ -111,6 +111,12 @@ int hc_model_add_buffer(hc_model *m, hc_buffer *b);
 int hc_model_place_gpu(hc_model *m, const hc_model_params *p);
 void hc_model_free_gpu(hc_model *m);
 
+/* The plan itself (NULL without a GPU): for white-box tests; the public
+ * API copies its figures out (hc_model_plan_info, plan_info.c) with these. */
+const hc_plan *hc_model_plan(const hc_model *m);
+void hc_plan_info_of(const hc_plan *p, hc_plan_info *out);
+void hc_plan_layer_of(const hc_plan *p, int layer, hc_plan_layer_info *out);
+
 /* Bytes one decoded token reads from the weights: every matrix once, one
  * embedding row.  The dense-decode memory floor is this / bandwidth. */
 uint64_t hc_model_decode_bytes(const hc_model *m);

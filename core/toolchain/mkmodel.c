@@ -66,7 +66,7 @@
  * thread count.  Each calibration dot product is computed by one thread in a
  * fixed order; the down_t accumulation is split by output column.
  */
-#include "toolchain/mkmodel.h"
+#include "hotcold/toolchain.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -84,7 +84,6 @@
 #include "format/output_file.h"
 #include "hotcold/hotcold.h"
 #include "ref/ref.h"
-#include "toolchain/quantize.h"
 #include "util/log.h"
 
 /* ---- design constants (see the comment above) ------------------------------ */

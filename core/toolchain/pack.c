@@ -1,5 +1,6 @@
 /* `hotcold pack`: GGUF model + predictors (+ profile) -> PWRI (see pack.h). */
-#include "toolchain/pack.h"
+#include "hotcold/toolchain.h"
+#include "toolchain/predictor_file.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -10,8 +11,6 @@
 #include "format/act_counts.h"
 #include "format/gguf.h"
 #include "ref/ref.h"
-#include "toolchain/profile.h"
-#include "toolchain/train_predictor.h"
 #include "util/log.h"
 
 /* Strip buffers of the transpose hold about this many floats. */

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "format/gguf.h"
-#include "toolchain/train_predictor.h"
+#include "hotcold/toolchain.h"
+#include "toolchain/predictor_file.h"
 #include "util/log.h"
 
 int hc_predictor_write(const hc_predictor *pr, const char *path)

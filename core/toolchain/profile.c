@@ -2,7 +2,8 @@
  * Activation profiling (see profile.h): corpus windows, firing counts via
  * the FFN observer, the profile side file, and PowerInfer's .pt folders.
  */
-#include "toolchain/profile.h"
+#include "hotcold/toolchain.h"
+#include "format/act_counts.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * chunked (CHUNK elements at a time, a multiple of every block size), so
  * memory use is a few hundred KiB whatever the model or tensor size.
  */
-#include "toolchain/quantize.h"
+#include "hotcold/toolchain.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * The one dot product (the gradient of the hidden layer) uses eight fixed
  * partial sums, again one fixed order.
  */
-#include "toolchain/train_predictor.h"
+#include "hotcold/toolchain.h"
 #include "util/clock.h"
 
 #include <math.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "toolchain/train_predictor.h"
+#include "hotcold/toolchain.h"
 #include "util/log.h"
 
 uint64_t hc_ffn_samples_bytes(int n_layer, int n_embd, int n_ff, int64_t cap)

@@ -26,13 +26,26 @@ extern "C" {
 
 #define HOTCOLD_VERSION "0.1.0"
 
+/* The public API: the only symbols libhotcold.so exports (the rest of the
+ * library is built with -fvisibility=hidden). */
+#if defined(__GNUC__) && !defined(HC_API)
+#define HC_API __attribute__((visibility("default")))
+#elif !defined(HC_API)
+#define HC_API
+#endif
+
+/* The name of any ggml tensor type id a GGUF file may hold ("q4_0",
+ * "iq3_xxs", ...; "type<N>" for one ggml does not know), whether hotcold
+ * computes that type or not. */
+HC_API const char *hc_ggml_type_name(uint32_t type);
+
 /* ---- errors and logging ---------------------------------------------------- */
-const char *hc_last_error(void);
+HC_API const char *hc_last_error(void);
 typedef void (*hc_log_callback)(void *user, int level, const char *msg);
 /* Route library (and plugin) messages; NULL restores the stderr default. */
-void hc_log_set_callback(hc_log_callback cb, void *user);
+HC_API void hc_log_set_callback(hc_log_callback cb, void *user);
 /* Minimum level printed by the default stderr sink (default HC_LOG_WARN). */
-void hc_log_set_level(int min_level);
+HC_API void hc_log_set_level(int min_level);
 
 /* ---- engine: plugins and devices ---------------------------------------- */
 typedef struct hc_engine hc_engine;
@@ -44,14 +57,14 @@ typedef struct hc_engine_params {
     int n_threads;           /* CPU threads; 0 = number of cores */
 } hc_engine_params;
 
-hc_engine_params hc_engine_default_params(void);
+HC_API hc_engine_params hc_engine_default_params(void);
 /* Finds, checks and probes the plugins; a plugin family is initialised when
  * one of its devices is first asked for (hc_engine_find_device), or when
  * everything is listed (hc_engine_device_count, the plugin reports). */
-hc_engine *hc_engine_open(const hc_engine_params *params);
-void hc_engine_close(hc_engine *e);
+HC_API hc_engine *hc_engine_open(const hc_engine_params *params);
+HC_API void hc_engine_close(hc_engine *e);
 /* Change the CPU plugins' worker-thread count. */
-int hc_engine_set_threads(hc_engine *e, int n_threads);
+HC_API int hc_engine_set_threads(hc_engine *e, int n_threads);
 
 typedef struct hc_plugin_report {
     const char *path;
@@ -62,8 +75,21 @@ typedef struct hc_plugin_report {
                            why it has none ("no devices: ..."); else "" */
     int probe;
 } hc_plugin_report;
-int hc_engine_plugin_count(const hc_engine *e);
-int hc_engine_plugin_report(const hc_engine *e, int i, hc_plugin_report *out);
+HC_API int hc_engine_plugin_count(const hc_engine *e);
+HC_API int hc_engine_plugin_report(const hc_engine *e, int i, hc_plugin_report *out);
+
+/* The plugin search path as the engine walked it, in order. */
+typedef struct hc_search_dir {
+    const char *path;
+    const char *origin;  /* "$HOTCOLD_PLUGIN_PATH", "install dir", ... */
+    int missing;         /* it does not exist (normal for a default dir) */
+    const char *problem; /* why it exists but could not be searched; "" if it was */
+} hc_search_dir;
+HC_API int hc_engine_search_count(const hc_engine *e);
+HC_API int hc_engine_search_dir(const hc_engine *e, int i, hc_search_dir *out);
+/* What the plugin selection ($HOTCOLD_PLUGINS) named that matched no plugin,
+ * and what was found instead; "" when every entry matched. */
+HC_API const char *hc_engine_selection_note(const hc_engine *e);
 
 /* Devices across all loaded plugins, numbered 0..count-1. */
 typedef struct hc_device_report {
@@ -71,10 +97,10 @@ typedef struct hc_device_report {
     int index;           /* index within that plugin: "vulkan:1" */
     hc_device_info info;
 } hc_device_report;
-int hc_engine_device_count(const hc_engine *e);
-int hc_engine_device_report(const hc_engine *e, int i, hc_device_report *out);
+HC_API int hc_engine_device_count(const hc_engine *e);
+HC_API int hc_engine_device_report(const hc_engine *e, int i, hc_device_report *out);
 /* Find a device by "family" or "family:N"; -1 if none. */
-int hc_engine_find_device(const hc_engine *e, const char *spec);
+HC_API int hc_engine_find_device(const hc_engine *e, const char *spec);
 
 /* ---- model -------------------------------------------------------------- */
 typedef struct hc_model hc_model;
@@ -136,9 +162,9 @@ typedef struct hc_model_params {
     void *progress_user;
 } hc_model_params;
 
-hc_model_params hc_model_default_params(void);
-hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *params);
-void hc_model_free(hc_model *m);
+HC_API hc_model_params hc_model_default_params(void);
+HC_API hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *params);
+HC_API void hc_model_free(hc_model *m);
 
 typedef struct hc_model_desc {
     const char *arch;
@@ -157,20 +183,20 @@ typedef struct hc_model_desc {
                               exactly zero, so sparsity applies; 0: SwiGLU */
 } hc_model_desc;
 /* m == NULL gives an all-zero description with empty strings. */
-void hc_model_describe(const hc_model *m, hc_model_desc *out);
+HC_API void hc_model_describe(const hc_model *m, hc_model_desc *out);
 /* HC_WEIGHTS_MMAP or HC_WEIGHTS_READ: how this model's weights were loaded. */
-int hc_model_weights_mode(const hc_model *m);
+HC_API int hc_model_weights_mode(const hc_model *m);
 
 /* ---- tokenizer (from the model's tokenizer.ggml.* keys) ------------------ */
-int hc_model_token_bos(const hc_model *m);
-int hc_model_token_eos(const hc_model *m);
+HC_API int hc_model_token_bos(const hc_model *m);
+HC_API int hc_model_token_eos(const hc_model *m);
 /* Encode UTF-8 text; returns the number of ids (may exceed max: call again
  * with a larger buffer), or -1 on error. */
-int hc_model_tokenize(const hc_model *m, const char *text, size_t len, int add_bos,
+HC_API int hc_model_tokenize(const hc_model *m, const char *text, size_t len, int add_bos,
                       int32_t *ids, int max);
 /* Bytes of a token's text (byte-fallback tokens give one raw byte; the
  * SentencePiece space marker becomes ' ').  Returns its length, or -1. */
-int hc_model_token_piece(const hc_model *m, int32_t id, char *buf, int bufsize);
+HC_API int hc_model_token_piece(const hc_model *m, int32_t id, char *buf, int bufsize);
 
 /* ---- context: KV cache and evaluation ----------------------------------- */
 typedef struct hc_context hc_context;
@@ -183,16 +209,16 @@ typedef struct hc_context_params {
                          (dense gate/up) to measure recall; slower */
 } hc_context_params;
 
-hc_context_params hc_context_default_params(void);
-hc_context *hc_context_new(hc_model *m, const hc_context_params *params);
-void hc_context_free(hc_context *c);
-int hc_context_n_ctx(const hc_context *c);
-int hc_context_n_past(const hc_context *c);
+HC_API hc_context_params hc_context_default_params(void);
+HC_API hc_context *hc_context_new(hc_model *m, const hc_context_params *params);
+HC_API void hc_context_free(hc_context *c);
+HC_API int hc_context_n_ctx(const hc_context *c);
+HC_API int hc_context_n_past(const hc_context *c);
 /* Forget the sequence (positions restart at 0). */
-void hc_context_reset(hc_context *c);
+HC_API void hc_context_reset(hc_context *c);
 /* Append n tokens and run them; returns 0 and, if logits != NULL, writes the
  * n_vocab logits of the LAST token.  Fails (negative) on context overflow. */
-int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits);
+HC_API int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits);
 
 /* Sparse FFN figures of one layer since the context was made or reset. */
 typedef struct hc_layer_sparse_stats {
@@ -203,7 +229,7 @@ typedef struct hc_layer_sparse_stats {
     double precision;        /* selected neurons that were truly active */
     double true_frac;        /* mean fraction truly active (checked runs) */
 } hc_layer_sparse_stats;
-int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out);
+HC_API int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out);
 
 /* An observer sees every layer's FFN, for tools that profile activations or
  * train predictors.  While one is set the FFN runs densely so h is complete.
@@ -218,7 +244,7 @@ typedef struct hc_ffn_observation {
 } hc_ffn_observation;
 typedef void (*hc_ffn_observer)(void *user, const hc_ffn_observation *obs);
 /* NULL removes it.  Returns 0, or -1 if its buffers cannot be allocated. */
-int hc_context_set_ffn_observer(hc_context *c, hc_ffn_observer fn, void *user);
+HC_API int hc_context_set_ffn_observer(hc_context *c, hc_ffn_observer fn, void *user);
 
 /* Where the work went since the context was made or reset. */
 typedef struct hc_context_run_stats {
@@ -228,13 +254,34 @@ typedef struct hc_context_run_stats {
     uint64_t bytes_moved;    /* between devices and host (vectors, lists, logits) */
     uint64_t fallback_calls; /* ops the GPU plugin lacked, run on the CPU */
 } hc_context_run_stats;
-void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out);
+HC_API void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out);
 
-/* The placement in effect: NULL when the model has no GPU.  The plan's
- * layout is in the internal core/runtime/placement.h; tools print it. */
-const struct hc_plan *hc_model_plan(const hc_model *m);
+/* ---- placement: what a model with a GPU keeps where ----------------------- */
+typedef struct hc_plan_info {
+    uint64_t budget;        /* bytes the GPU was allowed */
+    uint64_t capacity;      /* what that left for hot neurons once attention, predictors,
+                               norms, the output head and the KV cache were placed */
+    uint64_t gpu_bytes, cpu_bytes; /* every byte of the model on each side, KV cache included */
+    int n_layer;
+    int64_t n_ff;
+    int group;              /* neurons per placement group */
+    int output_on_gpu;      /* the output head */
+    int from_file;          /* the neuron split came from a saved .generated.gpuidx */
+    double served;          /* share of the activation mass the GPU's neurons carry (mean
+                               over layers) */
+} hc_plan_info;
+typedef struct hc_plan_layer_info {
+    int attn, pred, ffn_norm, kv; /* 1 = on the GPU */
+    int64_t n_hot;          /* FFN neurons on the GPU */
+    double served;          /* share of this layer's activation mass they carry */
+    uint64_t gpu_bytes, cpu_bytes;
+} hc_plan_layer_info;
+/* The placement in effect.  0, or -1 when the model has no GPU (everything
+ * is on the CPU) or `layer` is out of range. */
+HC_API int hc_model_plan_info(const hc_model *m, hc_plan_info *out);
+HC_API int hc_model_plan_layer(const hc_model *m, int layer, hc_plan_layer_info *out);
 /* How the neuron split was obtained ("solved", "reused <file>", ...). */
-const char *hc_model_plan_note(const hc_model *m);
+HC_API const char *hc_model_plan_note(const hc_model *m);
 
 /* ---- sampler ------------------------------------------------------------- */
 typedef struct hc_sampler hc_sampler;
@@ -250,20 +297,20 @@ typedef struct hc_sampler_params {
     uint64_t seed;
 } hc_sampler_params;
 
-hc_sampler_params hc_sampler_default_params(void);
-hc_sampler *hc_sampler_new(const hc_sampler_params *p);
-void hc_sampler_free(hc_sampler *s);
+HC_API hc_sampler_params hc_sampler_default_params(void);
+HC_API hc_sampler *hc_sampler_new(const hc_sampler_params *p);
+HC_API void hc_sampler_free(hc_sampler *s);
 /* Pick a token from logits[n_vocab] (logits may be modified). */
-int32_t hc_sampler_sample(hc_sampler *s, float *logits, int n_vocab);
+HC_API int32_t hc_sampler_sample(hc_sampler *s, float *logits, int n_vocab);
 /* Tell the sampler a token was emitted (for the repetition penalty). */
-void hc_sampler_accept(hc_sampler *s, int32_t id);
+HC_API void hc_sampler_accept(hc_sampler *s, int32_t id);
 
 /* ---- measurement ------------------------------------------------------------ */
 /* Host memory read bandwidth in bytes/s: n_threads threads stream through
  * `bytes` of memory (0 = 512 MiB, far larger than any cache), best of
  * `reps` passes.  This is the floor a memory-bound decode is measured
  * against.  Returns a negative value on failure. */
-double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps);
+HC_API double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps);
 
 #ifdef __cplusplus
 }

@@ -26,9 +26,8 @@
 #include <string.h>
 
 #include "bench_ops.h"
-#include "exec/device.h"
+#include "hotcold/diag.h"
 #include "hotcold/hotcold.h"
-#include "runtime/engine.h"
 #include "tool_util.h"
 
 #define MAX_LIST 16
@@ -54,7 +53,7 @@ typedef struct ops_opts {
 
 /* The matrices and vectors one type's measurements run on. */
 typedef struct wset {
-    hc_dev *d;
+    hc_diag *d;
     hc_type t;
     int64_t rows, cols;
     uint64_t row_bytes, mat_bytes;
@@ -216,13 +215,13 @@ static void wset_free(wset *ws)
     hc_buffer **bufs[] = {&ws->w, &ws->x, &ws->h, &ws->y, &ws->idx};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         if (*bufs[i])
-            hc_dev_free(ws->d, *bufs[i]);
+            hc_diag_free(ws->d, *bufs[i]);
         *bufs[i] = NULL;
     }
 }
 
 /* Random vectors of n floats in [-1, 1) into b. */
-static int upload_vector(hc_dev *d, hc_buffer *b, int64_t n, uint64_t *seed)
+static int upload_vector(hc_diag *d, hc_buffer *b, int64_t n, uint64_t *seed)
 {
     float *v = malloc((size_t)n * sizeof *v);
     if (!v) {
@@ -231,14 +230,14 @@ static int upload_vector(hc_dev *d, hc_buffer *b, int64_t n, uint64_t *seed)
     }
     for (int64_t i = 0; i < n; i++)
         v[i] = (float)((int64_t)(rng_next(seed) >> 40) - (1 << 23)) / (float)(1 << 23);
-    int rc = hc_dev_upload(d, (hc_ref){b, 0}, v, (uint64_t)n * sizeof *v);
+    int rc = hc_diag_upload(d, (hc_ref){b, 0}, v, (uint64_t)n * sizeof *v);
     free(v);
     return rc;
 }
 
 /* `copies` copies of a rows x cols matrix filling at least `bytes`, plus
  * x, h and y.  0 or -1 (message printed). */
-static int wset_init(wset *ws, hc_dev *d, hc_type t, int64_t rows, int64_t cols, uint64_t bytes)
+static int wset_init(wset *ws, hc_diag *d, hc_type t, int64_t rows, int64_t cols, uint64_t bytes)
 {
     uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)t;
     uint8_t *host = NULL;
@@ -271,12 +270,12 @@ static int wset_init(wset *ws, hc_dev *d, hc_type t, int64_t rows, int64_t cols,
     memset(host, 0, stride);
     fill_matrix(t, host, ws->row_bytes * (uint64_t)rows, &seed);
     int64_t vec = rows > cols ? rows : cols;
-    if (hc_dev_alloc(d, stride * (uint64_t)ws->copies, &ws->w) ||
-        hc_dev_alloc(d, (uint64_t)vec * 4, &ws->x) || hc_dev_alloc(d, (uint64_t)vec * 4, &ws->h) ||
-        hc_dev_alloc(d, (uint64_t)vec * 4, &ws->y))
+    if (hc_diag_alloc(d, stride * (uint64_t)ws->copies, &ws->w) ||
+        hc_diag_alloc(d, (uint64_t)vec * 4, &ws->x) || hc_diag_alloc(d, (uint64_t)vec * 4, &ws->h) ||
+        hc_diag_alloc(d, (uint64_t)vec * 4, &ws->y))
         goto fail;
     for (int c = 0; c < ws->copies; c++)
-        if (hc_dev_upload(d, (hc_ref){ws->w, stride * (uint64_t)c}, host, stride))
+        if (hc_diag_upload(d, (hc_ref){ws->w, stride * (uint64_t)c}, host, stride))
             goto fail;
     if (upload_vector(d, ws->x, vec, &seed) || upload_vector(d, ws->h, vec, &seed) ||
         upload_vector(d, ws->y, vec, &seed))
@@ -332,10 +331,10 @@ static int wset_lists(wset *ws, int64_t k)
         }
     }
     if (ws->idx)
-        hc_dev_free(ws->d, ws->idx);
+        hc_diag_free(ws->d, ws->idx);
     ws->idx = NULL;
-    if (hc_dev_alloc(ws->d, n * sizeof *lists, &ws->idx) ||
-        hc_dev_upload(ws->d, (hc_ref){ws->idx, 0}, lists, n * sizeof *lists)) {
+    if (hc_diag_alloc(ws->d, n * sizeof *lists, &ws->idx) ||
+        hc_diag_upload(ws->d, (hc_ref){ws->idx, 0}, lists, n * sizeof *lists)) {
         fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
         goto out;
     }
@@ -352,9 +351,9 @@ out:
 
 static int op_failed(const wset *ws, const char *op, hc_status st)
 {
-    hc_dev *d = ws->d;
+    hc_diag *d = ws->d;
     fprintf(stderr, "hotcold bench: %s %s failed (status %d): %s\n", op, hc_type_name(ws->t),
-            (int)st, d->ops->last_error ? d->ops->last_error(d->be->ctx) : "");
+            (int)st, hc_diag_plugin_error(d));
     return -1;
 }
 
@@ -362,8 +361,8 @@ static int op_failed(const wset *ws, const char *op, hc_status st)
  * support it (on the first copy: nothing printed), -1 if it failed. */
 static int run_op(const wset *ws, int op, int c, int p)
 {
-    const hc_plugin_ops *o = ws->d->ops;
-    hc_stream *s = ws->d->stream;
+    const hc_plugin_ops *o = hc_diag_ops(ws->d);
+    hc_stream *s = hc_diag_stream(ws->d);
     hc_ref w = {ws->w, ws->mat_bytes * (uint64_t)c};
     hc_ref idx = {ws->idx, ((uint64_t)p * (uint64_t)ws->copies + (uint64_t)c) * (uint64_t)ws->k * 4};
     hc_ref x = {ws->x, 0}, h = {ws->h, 0}, y = {ws->y, 0};
@@ -401,15 +400,15 @@ static double time_op(const wset *ws, int op, int reps, double min_s)
     }
     for (int r = 0; r < reps; r++) {
         long n = 0;
-        double t0 = hc_time_s(), dt;
+        double t0 = hc_tool_time_s(), dt;
         do {
             phase = (phase + 1) % ws->phases;
             for (int c = 0; c < ws->copies; c++, n++)
                 if (run_op(ws, op, c, phase))
                     return -1;
-            if (ws->d->ops->stream_sync && ws->d->ops->stream_sync(ws->d->stream) != HC_OK)
+            if (hc_diag_ops(ws->d)->stream_sync && hc_diag_ops(ws->d)->stream_sync(hc_diag_stream(ws->d)) != HC_OK)
                 return op_failed(ws, "stream_sync", HC_E_DEVICE);
-            dt = hc_time_s() - t0;
+            dt = hc_tool_time_s() - t0;
         } while (dt < min_s);
         if (dt / (double)n < best)
             best = dt / (double)n;
@@ -427,7 +426,7 @@ static void print_row(const char *op, hc_type t, double frac, int64_t k, uint64_
 }
 
 /* Every wanted op and fraction for one type. */
-static int bench_type(hc_dev *d, const ops_opts *o, hc_type t, double bw)
+static int bench_type(hc_diag *d, const ops_opts *o, hc_type t, double bw)
 {
     wset ws;
     int rc = -1;
@@ -470,7 +469,7 @@ out:
 
 /* The fixed cost of an op: tiny shapes whose data stay in L1, so what is
  * left is validation, dispatch and (when the op is split) waking the pool. */
-static int bench_dispatch(hc_dev *d, int reps)
+static int bench_dispatch(hc_diag *d, int reps)
 {
     static const struct {
         const char *what;
@@ -537,7 +536,7 @@ typedef struct dmat {
 #define L_N 9
 
 typedef struct dmodel {
-    hc_dev *d;
+    hc_diag *d;
     dshape sh;
     int64_t k;                /* listed rows per layer */
     dmat *m;                  /* n_layer x L_N, then the output matrix */
@@ -556,14 +555,14 @@ static void dmodel_free(dmodel *dm)
     hc_buffer **bufs[] = {&dm->w, &dm->x, &dm->y, &dm->h, &dm->idx};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         if (*bufs[i])
-            hc_dev_free(dm->d, *bufs[i]);
+            hc_diag_free(dm->d, *bufs[i]);
         *bufs[i] = NULL;
     }
     free(dm->m);
     dm->m = NULL;
 }
 
-static int dmodel_init(dmodel *dm, hc_dev *d, const dshape *sh, hc_type t, double frac)
+static int dmodel_init(dmodel *dm, hc_diag *d, const dshape *sh, hc_type t, double frac)
 {
     const int64_t n = sh->n_embd, ff = sh->n_ff, kv = (int64_t)sh->n_embd / sh->n_head * sh->n_head_kv;
     const size_t nm = (size_t)sh->n_layer * L_N + 1;
@@ -598,7 +597,7 @@ static int dmodel_init(dmodel *dm, hc_dev *d, const dshape *sh, hc_type t, doubl
     tmpl = malloc(biggest);
     if (!tmpl)
         goto oom;
-    if (hc_dev_alloc(d, total, &dm->w))
+    if (hc_diag_alloc(d, total, &dm->w))
         goto fail;
     hc_type filled = (hc_type)-1;
     for (size_t i = 0; i < nm; i++) {
@@ -606,12 +605,12 @@ static int dmodel_init(dmodel *dm, hc_dev *d, const dshape *sh, hc_type t, doubl
             fill_matrix(dm->m[i].t, tmpl, biggest, &seed);
             filled = dm->m[i].t;
         }
-        if (hc_dev_upload(d, (hc_ref){dm->w, dm->m[i].off}, tmpl, dm->m[i].bytes))
+        if (hc_diag_upload(d, (hc_ref){dm->w, dm->m[i].off}, tmpl, dm->m[i].bytes))
             goto fail;
     }
     int64_t vec = sh->n_vocab > ff ? sh->n_vocab : ff;
-    if (hc_dev_alloc(d, (uint64_t)vec * 4, &dm->x) || hc_dev_alloc(d, (uint64_t)vec * 4, &dm->y) ||
-        hc_dev_alloc(d, (uint64_t)vec * 4, &dm->h) || upload_vector(d, dm->x, vec, &seed) ||
+    if (hc_diag_alloc(d, (uint64_t)vec * 4, &dm->x) || hc_diag_alloc(d, (uint64_t)vec * 4, &dm->y) ||
+        hc_diag_alloc(d, (uint64_t)vec * 4, &dm->h) || upload_vector(d, dm->x, vec, &seed) ||
         upload_vector(d, dm->h, vec, &seed))
         goto fail;
     /* Row lists: DEC_PHASES per layer, each sorted, from a fresh permutation. */
@@ -632,8 +631,8 @@ static int dmodel_init(dmodel *dm, hc_dev *d, const dshape *sh, hc_type t, doubl
         qsort(perm, (size_t)dm->k, sizeof *perm, cmp_i32);
         memcpy(lists + l * (size_t)dm->k, perm, (size_t)dm->k * sizeof *perm);
     }
-    if (hc_dev_alloc(d, nl * (uint64_t)dm->k * 4, &dm->idx) ||
-        hc_dev_upload(d, (hc_ref){dm->idx, 0}, lists, nl * (uint64_t)dm->k * 4))
+    if (hc_diag_alloc(d, nl * (uint64_t)dm->k * 4, &dm->idx) ||
+        hc_diag_upload(d, (hc_ref){dm->idx, 0}, lists, nl * (uint64_t)dm->k * 4))
         goto fail;
     for (int l = 0; l < sh->n_layer; l++) {
         const dmat *m = dm->m + (size_t)l * L_N;
@@ -667,28 +666,28 @@ static int dec_status(const dmodel *dm, const char *op, hc_status st)
 {
     if (st == HC_OK)
         return 0;
-    hc_dev *d = dm->d;
+    hc_diag *d = dm->d;
     fprintf(stderr, "hotcold bench: %s failed (status %d): %s\n", op, (int)st,
-            d->ops->last_error ? d->ops->last_error(d->be->ctx) : "");
+            hc_diag_plugin_error(d));
     return -1;
 }
 
 /* y = W x for matrix m (x and y: the shared scratch vectors). */
 static int dec_matmul(const dmodel *dm, const dmat *m)
 {
-    hc_dev *d = dm->d;
+    hc_diag *d = dm->d;
     return dec_status(dm, "matmul",
-                      d->ops->matmul(d->stream, m->t, (hc_ref){dm->w, m->off}, m->rows, m->cols,
+                      hc_diag_ops(d)->matmul(hc_diag_stream(d), m->t, (hc_ref){dm->w, m->off}, m->rows, m->cols,
                                      (hc_ref){dm->x, 0}, 1, (hc_ref){dm->y, 0}));
 }
 
 /* One token; adds each kind's seconds to sec[].  sparse: 0 = dense. */
 static int dec_token(const dmodel *dm, int sparse, int token, double sec[N_KINDS])
 {
-    hc_dev *d = dm->d;
-    const hc_plugin_ops *o = d->ops;
-    double t0 = hc_time_s(), t1;
-#define LAP(kind) (t1 = hc_time_s(), sec[kind] += t1 - t0, t0 = t1)
+    hc_diag *d = dm->d;
+    const hc_plugin_ops *o = hc_diag_ops(d);
+    double t0 = hc_tool_time_s(), t1;
+#define LAP(kind) (t1 = hc_tool_time_s(), sec[kind] += t1 - t0, t0 = t1)
     for (int l = 0; l < dm->sh.n_layer; l++) {
         const dmat *m = dm->m + (size_t)l * L_N;
         if (dec_matmul(dm, &m[L_WQ]) || dec_matmul(dm, &m[L_WK]) || dec_matmul(dm, &m[L_WV]) ||
@@ -708,16 +707,16 @@ static int dec_token(const dmodel *dm, int sparse, int token, double sec[N_KINDS
                                    (uint64_t)dm->k * 4};
         const dmat *g = &m[L_GATE], *u = &m[L_UP];
         if (dec_status(dm, "matvec_rows",
-                       o->matvec_rows(d->stream, g->t, (hc_ref){dm->w, g->off}, g->rows, g->cols,
+                       o->matvec_rows(hc_diag_stream(d), g->t, (hc_ref){dm->w, g->off}, g->rows, g->cols,
                                       (hc_ref){dm->x, 0}, 1, idx, dm->k, (hc_ref){dm->y, 0})) ||
             dec_status(dm, "matvec_rows",
-                       o->matvec_rows(d->stream, u->t, (hc_ref){dm->w, u->off}, u->rows, u->cols,
+                       o->matvec_rows(hc_diag_stream(d), u->t, (hc_ref){dm->w, u->off}, u->rows, u->cols,
                                       (hc_ref){dm->x, 0}, 1, idx, dm->k, (hc_ref){dm->y, 0})))
             return -1;
         LAP(K_ROWS);
         /* down_t: n_ff rows of n_embd, in the bytes of the dense down. */
         if (dec_status(dm, "axpy_rows",
-                       o->axpy_rows(d->stream, g->t, (hc_ref){dm->w, m[L_DOWN].off}, g->rows,
+                       o->axpy_rows(hc_diag_stream(d), g->t, (hc_ref){dm->w, m[L_DOWN].off}, g->rows,
                                     g->cols, (hc_ref){dm->h, 0}, 1, idx, dm->k,
                                     (hc_ref){dm->y, 0})))
             return -1;
@@ -730,7 +729,7 @@ static int dec_token(const dmodel *dm, int sparse, int token, double sec[N_KINDS
     return 0;
 }
 
-static int bench_decode(hc_dev *d, const ops_opts *o, const dshape *sh, hc_type t, double frac,
+static int bench_decode(hc_diag *d, const ops_opts *o, const dshape *sh, hc_type t, double frac,
                         double bw)
 {
     dmodel dm;
@@ -752,13 +751,13 @@ static int bench_decode(hc_dev *d, const ops_opts *o, const dshape *sh, hc_type 
                 goto out;
         }
         for (int r = 0; r < o->reps; r++) {
-            double sec[N_KINDS] = {0}, total = 0, t0 = hc_time_s();
+            double sec[N_KINDS] = {0}, total = 0, t0 = hc_tool_time_s();
             int nt = 0;
             do {
                 if (dec_token(&dm, sparse, token++, sec))
                     goto out;
                 nt++;
-            } while (hc_time_s() - t0 < o->min_s * 5);
+            } while (hc_tool_time_s() - t0 < o->min_s * 5);
             for (int k = 0; k < N_KINDS; k++) {
                 sec[k] /= nt;
                 total += sec[k];
@@ -820,11 +819,10 @@ int hc_bench_ops(int argc, char **argv)
     ops_opts o = {.device = "cpu", .rows = 5632, .cols = 2048, .mib = 512, .reps = 3,
                   .min_s = 0.1, .shape = {2048, 5632, 22, 32, 4, 32000, 256}};
     hc_engine *e = NULL;
-    hc_dev dev;
-    int rc = 1, c, ok, dev_open = 0, v;
+    hc_diag *dev = NULL;
+    int rc = 1, c, ok, v;
     float fv;
 
-    memset(&dev, 0, sizeof dev);
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:r:h", longopts, NULL)) != -1) {
         ok = 1;
@@ -896,13 +894,13 @@ int hc_bench_ops(int argc, char **argv)
     ep.n_threads = o.n_threads ? o.threads[0] : 0;
     e = hc_engine_open(&ep);
     int di = e ? hc_engine_find_device(e, o.device) : -1;
-    if (!e || di < 0 || hc_dev_open(&dev, e, di)) {
+    if (!e || di < 0 || !(dev = hc_diag_open(e, di))) {
         fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
         goto out;
     }
-    dev_open = 1;
+    const hc_device_info *info = hc_diag_info(dev);
     if (o.n_threads == 0)
-        o.threads[o.n_threads++] = dev.info.n_threads > 0 ? dev.info.n_threads : 1;
+        o.threads[o.n_threads++] = info->n_threads > 0 ? info->n_threads : 1;
 
     for (int ti = 0; ti < o.n_threads; ti++) {
         int nt = o.threads[ti];
@@ -917,7 +915,7 @@ int hc_bench_ops(int argc, char **argv)
             fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
             goto out;
         }
-        printf("device       %s (%s, %s), %d thread%s\n", dev.info.name, o.device, dev.label, nt,
+        printf("device       %s (%s, %s), %d thread%s\n", info->name, o.device, hc_diag_label(dev), nt,
                nt == 1 ? "" : "s");
         printf("bandwidth    %.2f GB/s host read (measured, %d thread%s)\n", bw / 1e9, nt,
                nt == 1 ? "" : "s");
@@ -926,7 +924,7 @@ int hc_bench_ops(int argc, char **argv)
                                o.shape[4], o.shape[5], o.shape[6]};
             for (int i = 0; i < o.n_types; i++)
                 for (int f = 0; f < o.n_fracs; f++)
-                    if (bench_decode(&dev, &o, &sh, o.types[i], o.fracs[f], bw))
+                    if (bench_decode(dev, &o, &sh, o.types[i], o.fracs[f], bw))
                         goto out;
             printf("\n");
             continue;
@@ -936,16 +934,15 @@ int hc_bench_ops(int argc, char **argv)
         printf("%-12s %-5s %7s %6s %9s %9s %8s %7s\n", "op", "type", "rows%", "rows", "KiB/op",
                "us/op", "GB/s", "%bw");
         for (int i = 0; i < o.n_types; i++)
-            if (bench_type(&dev, &o, o.types[i], bw))
+            if (bench_type(dev, &o, o.types[i], bw))
                 goto out;
-        if (bench_dispatch(&dev, o.reps))
+        if (bench_dispatch(dev, o.reps))
             goto out;
         printf("\n");
     }
     rc = 0;
 out:
-    if (dev_open)
-        hc_dev_close(&dev);
+    hc_diag_close(dev);
     hc_engine_close(e);
     return rc;
 }

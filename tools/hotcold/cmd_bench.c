@@ -78,14 +78,14 @@ static int run_once(hc_model *m, const bench_opts *o, bench_result *r)
     prompt[0] = hc_model_token_bos(m);
     for (int i = 1; i <= o->n_prompt; i++)
         prompt[i] = (int32_t)((i * 7919) % d.n_vocab);
-    double t0 = hc_time_s();
+    double t0 = hc_tool_time_s();
     if (hc_context_eval(c, prompt, o->n_prompt + 1, logits))
         goto out;
-    double prompt_s = hc_time_s() - t0;
+    double prompt_s = hc_tool_time_s() - t0;
     hc_context_reset(c); /* statistics of the decode only; the KV cache is rebuilt below */
     if (hc_context_eval(c, prompt, 1, logits))
         goto out;
-    t0 = hc_time_s();
+    t0 = hc_tool_time_s();
     for (int i = 0; i < o->n_gen; i++) {
         int32_t best = 0;
         for (int v = 1; v < d.n_vocab; v++)
@@ -94,7 +94,7 @@ static int run_once(hc_model *m, const bench_opts *o, bench_result *r)
         if (hc_context_eval(c, &best, 1, logits))
             goto out;
     }
-    double decode_s = hc_time_s() - t0;
+    double decode_s = hc_tool_time_s() - t0;
     r->prompt_s = fmin(r->prompt_s, prompt_s);
     r->decode_s = fmin(r->decode_s, decode_s);
     r->token_bytes = hc_tool_token_bytes(m, c);

@@ -11,7 +11,6 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
-#include "runtime/engine.h" /* the registry: the search path the loader really walked */
 #include "tool_util.h"
 
 static void usage(FILE *f)
@@ -33,20 +32,22 @@ static void usage(FILE *f)
 }
 
 /* The search path as the loader walked it, with what stopped it where. */
-static void print_search_path(const hc_registry *r)
+static void print_search_path(const hc_engine *e)
 {
     printf("plugin search path (a file name found twice: the first wins):\n");
-    for (int i = 0; i < r->n_entries; i++) {
-        const hc_search_report *e = &r->entries[i];
-        printf("  %d. %s  (%s%s)\n", i + 1, e->path, e->origin, e->missing ? ", missing" : "");
-        if (e->problem[0])
-            printf("     why: %s\n", e->problem);
+    for (int i = 0; i < hc_engine_search_count(e); i++) {
+        hc_search_dir d;
+        if (hc_engine_search_dir(e, i, &d) != 0)
+            continue;
+        printf("  %d. %s  (%s%s)\n", i + 1, d.path, d.origin, d.missing ? ", missing" : "");
+        if (d.problem[0])
+            printf("     why: %s\n", d.problem);
     }
     const char *select = getenv("HOTCOLD_PLUGINS");
     if (select && *select)
         printf("selection: HOTCOLD_PLUGINS=%s\n", select);
-    if (r->select_note[0])
-        printf("     why: %s\n", r->select_note);
+    if (hc_engine_selection_note(e)[0])
+        printf("     why: %s\n", hc_engine_selection_note(e));
 }
 
 static const char *kind_name(int kind)
@@ -193,7 +194,7 @@ int hc_cmd_devices(int argc, char **argv)
         fprintf(stderr, "hotcold devices: %s\n", hc_last_error());
         return 1;
     }
-    print_search_path(&e->reg);
+    print_search_path(e);
     print_plugins(e);
     if (hc_engine_plugin_count(e) == 0) {
         printf("\nno plugins found. Set HOTCOLD_PLUGIN_PATH to the directory holding the\n"

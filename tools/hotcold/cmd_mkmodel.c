@@ -11,8 +11,8 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "tool_util.h"
-#include "toolchain/mkmodel.h"
 
 static void usage(FILE *f)
 {
@@ -69,7 +69,7 @@ static int on_progress(void *user, uint64_t done, uint64_t total, const char *te
     progress_state *ps = user;
     if (ps->quiet)
         return 0;
-    double now = hc_time_s(), dt = now - ps->t0;
+    double now = hc_tool_time_s(), dt = now - ps->t0;
     int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
     /* On a terminal: redraw at most 10 times a second.  Otherwise one line
      * per 5%, so logs stay short. */
@@ -207,7 +207,7 @@ int hc_cmd_mkmodel(int argc, char **argv)
                 hc_type_name(p.type), (double)p.sparsity, (double)p.alpha,
                 p.predictor_rank ? p.predictor_rank : hc_mkmodel_default_rank(p.n_embd),
                 (unsigned long long)p.seed, (double)size / 1e9);
-    ps.t0 = hc_time_s();
+    ps.t0 = hc_tool_time_s();
     ps.last_pct = -100;
     hc_mkmodel_report rep;
     if (hc_mkmodel_write(out, &p, on_progress, &ps, &rep) != 0) {
@@ -216,7 +216,7 @@ int hc_cmd_mkmodel(int argc, char **argv)
         fprintf(stderr, "hotcold %s\n", hc_last_error());
         return 1;
     }
-    double dt = hc_time_s() - ps.t0;
+    double dt = hc_tool_time_s() - ps.t0;
     if (!ps.quiet)
         fprintf(stderr,
                 "hotcold mkmodel: wrote %s: %.1f MB in %.1f s (%.1f MB/s)\n"

@@ -11,10 +11,9 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "format/gguf.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "tool_util.h"
-#include "toolchain/pack.h"
 
 static void usage(FILE *f)
 {
@@ -113,7 +112,7 @@ int hc_cmd_pack(int argc, char **argv)
     p.progress = on_progress;
     p.user = &ps;
     hc_pack_report rep;
-    double t0 = hc_time_s();
+    double t0 = hc_tool_time_s();
     if (hc_pack_file(&p, &rep)) {
         fprintf(stderr, "%shotcold pack: %s\n", ps.tty && !ps.quiet ? "\n" : "",
                 hc_last_error());
@@ -125,7 +124,7 @@ int hc_cmd_pack(int argc, char **argv)
                 "%.2f MiB in %.2f s\n",
                 p.out, rep.n_layer, rep.n_embd, rep.n_ff, (double)rep.threshold,
                 rep.has_profile ? ", activation counts" : "", file_mib(p.out),
-                hc_time_s() - t0);
+                hc_tool_time_s() - t0);
         if (!rep.down_was_transposed)
             fprintf(stderr, "hotcold pack: the input already held ffn_down_t; kept as is\n");
         else if (rep.down_lossy)

@@ -12,8 +12,8 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "tool_util.h"
-#include "toolchain/profile.h"
 
 typedef struct profile_opts {
     const char *model;
@@ -164,7 +164,7 @@ static int profile_text(const profile_opts *o, hc_activation_profile *prof)
     hc_model_desc d;
     hc_model_describe(m, &d);
     int n_ctx = o->n_ctx ? o->n_ctx : (d.n_ctx_train < 2048 ? d.n_ctx_train : 2048);
-    double t0 = hc_time_s();
+    double t0 = hc_tool_time_s();
     if (hc_token_windows_from_text(m, text, strlen(text), n_ctx, o->max_tokens, &w) ||
         hc_profile_init(prof, d.n_layer, d.n_ff, o->model)) {
         fprintf(stderr, "hotcold profile: %s: %s\n", o->text, hc_last_error());
@@ -174,7 +174,7 @@ static int profile_text(const profile_opts *o, hc_activation_profile *prof)
         fprintf(stderr,
                 "profile: %s: %" PRId64 " tokens in %d windows of <= %d tokens (tokenized in "
                 "%.2f s)\n",
-                o->text, w.n_tokens, w.n, n_ctx, hc_time_s() - t0);
+                o->text, w.n_tokens, w.n, n_ctx, hc_tool_time_s() - t0);
     hc_tool_progress pr;
     hc_tool_progress_init(&pr, "profile", o->quiet);
     if (hc_profile_model(m, &w, hc_tool_on_token_progress, &pr, prof)) {
@@ -230,7 +230,7 @@ int hc_cmd_profile(int argc, char **argv)
     if (hc_tool_check_output("profile", o.out, o.force))
         return 1;
     int rc = 1;
-    double t0 = hc_time_s();
+    double t0 = hc_tool_time_s();
     if (o.pt_dir) {
         int n_layer = 0, n_ff = 0, guessed = 0;
         if (o.model && model_shape(o.model, o.n_threads, &n_layer, &n_ff))
@@ -256,7 +256,7 @@ int hc_cmd_profile(int argc, char **argv)
     print_summary(&prof);
     if (!o.quiet)
         fprintf(stderr, "profile: wrote %s (%d layers x %d neurons) in %.1f s\n", o.out,
-                prof.n_layer, prof.n_ff, hc_time_s() - t0);
+                prof.n_layer, prof.n_ff, hc_tool_time_s() - t0);
     rc = 0;
 out:
     hc_profile_free(&prof);

@@ -11,8 +11,8 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "tool_util.h"
-#include "toolchain/quantize.h"
 
 static void usage(FILE *f)
 {
@@ -149,14 +149,14 @@ int hc_cmd_quantize(int argc, char **argv)
     }
     if (hc_tool_check_output("quantize", pos[1], force))
         return 1;
-    double t0 = hc_time_s();
+    double t0 = hc_tool_time_s();
     if (hc_quantize_file_mixed(pos[0], pos[1], type, head, on_progress, &ps) != 0) {
         fprintf(stderr, "hotcold quantize: %s\n", hc_last_error());
         return 1;
     }
     if (!ps.quiet)
         fprintf(stderr, "hotcold quantize: wrote %s (%s): %.2f MiB -> %.2f MiB in %.2f s\n",
-                pos[1], pos[2], file_mib(pos[0]), file_mib(pos[1]), hc_time_s() - t0);
+                pos[1], pos[2], file_mib(pos[0]), file_mib(pos[1]), hc_tool_time_s() - t0);
     return 0;
 too_many:
     fprintf(stderr, "hotcold quantize: too many arguments (expected IN OUT TYPE)\n\n");

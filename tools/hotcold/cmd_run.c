@@ -253,15 +253,15 @@ static int generate(hc_model *m, hc_context *ctx, hc_sampler *smp, const run_opt
         hc_sampler_accept(smp, prompt[i]);
     }
 
-    double t0 = hc_time_s();
+    double t0 = hc_tool_time_s();
     if (hc_context_eval(ctx, prompt, n_prompt, logits)) {
         fprintf(stderr, "\nhotcold run: %s\n", hc_last_error());
         goto out;
     }
     st->prompt_tokens = n_prompt;
-    st->prompt_s = hc_time_s() - t0;
+    st->prompt_s = hc_tool_time_s() - t0;
 
-    t0 = hc_time_s();
+    t0 = hc_tool_time_s();
     for (int i = 0; o->n_predict < 0 || i < o->n_predict; i++) {
         int32_t id = hc_sampler_sample(smp, logits, desc.n_vocab);
         hc_sampler_accept(smp, id);
@@ -283,7 +283,7 @@ static int generate(hc_model *m, hc_context *ctx, hc_sampler *smp, const run_opt
         }
         st->decode_evals++;
     }
-    st->decode_s = hc_time_s() - t0;
+    st->decode_s = hc_tool_time_s() - t0;
     rc = 0;
 out:
     printf("\n");
@@ -332,7 +332,7 @@ int hc_cmd_run(int argc, char **argv)
         o.model = model_path;
     }
 
-    double t0 = hc_time_s();
+    double t0 = hc_tool_time_s();
     hc_engine_params ep = hc_engine_default_params();
     ep.n_threads = o.n_threads;
     e = hc_engine_open(&ep);
@@ -358,10 +358,7 @@ int hc_cmd_run(int argc, char **argv)
         goto out;
     }
     if (o.print_plan) {
-        if (hc_model_plan(m))
-            hc_tool_print_plan(stderr, hc_model_plan(m), o.device);
-        else
-            fprintf(stderr, "plan: everything on the CPU (no --device GPU given)\n");
+        hc_tool_print_model_plan(stderr, m, o.device);
     }
     /* Whether a saved split was reused or solved afresh, and why. */
     if (*hc_model_plan_note(m))
@@ -376,7 +373,7 @@ int hc_cmd_run(int argc, char **argv)
         fprintf(stderr, "hotcold run: %s\n", hc_last_error());
         goto out;
     }
-    st.load_s = hc_time_s() - t0;
+    st.load_s = hc_tool_time_s() - t0;
     st.stop_reason = "token limit (-n)";
     if (generate(m, ctx, smp, &o, &st) == 0) {
         hc_tool_print_run_stats(stderr, e, o.model, m, ctx, &o.sp, &st);

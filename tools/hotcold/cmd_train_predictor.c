@@ -14,9 +14,8 @@
 
 #include "commands.h"
 #include "hotcold/hotcold.h"
+#include "hotcold/toolchain.h"
 #include "tool_util.h"
-#include "toolchain/profile.h"
-#include "toolchain/train_predictor.h"
 
 #define DEFAULT_MAX_SAMPLES 24576
 #define DEFAULT_MAX_HELDOUT 8192
@@ -216,7 +215,7 @@ static void on_train_event(void *user, const hc_train_event *ev)
     p->layers_done += ev->last;
     if (p->quiet)
         return;
-    double el = hc_time_s() - p->t0;
+    double el = hc_tool_time_s() - p->t0;
     double eta = p->layers_done ? el / p->layers_done * (p->n_layer - p->layers_done) : 0.0;
     fprintf(stderr,
             "train: layer %d rank %4d: selection recall %.3f precision %.3f active %.1f%% "
@@ -305,7 +304,7 @@ int hc_cmd_train_predictor(int argc, char **argv)
     }
     if (hc_tool_check_output("train-predictor", o.out, o.force))
         return 1;
-    double t_start = hc_time_s();
+    double t_start = hc_tool_time_s();
     hc_engine_params ep = hc_engine_default_params();
     ep.n_threads = o.tp.n_threads;
     e = hc_engine_open(&ep);
@@ -382,7 +381,7 @@ int hc_cmd_train_predictor(int argc, char **argv)
         gather(m, "held-out", held_text, held_len, n_ctx, o.max_heldout, o.quiet, &held))
         goto out;
 
-    train_progress tpg = {o.quiet, d.n_layer, 0, hc_time_s()};
+    train_progress tpg = {o.quiet, d.n_layer, 0, hc_tool_time_s()};
     if (hc_predictor_train(&train, &o.tp, on_train_event, &tpg, &pred)) {
         fprintf(stderr, "hotcold train-predictor: %s\n", hc_last_error());
         goto out;
@@ -395,7 +394,7 @@ int hc_cmd_train_predictor(int argc, char **argv)
     print_report(&pred, &o.tp, train.n, held.n);
     if (!o.quiet)
         fprintf(stderr, "train-predictor: wrote %s in %.1f s (%d threads)\n", o.out,
-                hc_time_s() - t_start, o.tp.n_threads);
+                hc_tool_time_s() - t_start, o.tp.n_threads);
     rc = 0;
 out:
     hc_predictor_free(&pred);

@@ -2,6 +2,7 @@
 #include "plan_print.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 
 #define MIB (1024.0 * 1024.0)
 
@@ -15,10 +16,11 @@ static double pct(double num, double den)
     return den > 0 ? 100.0 * num / den : 0.0;
 }
 
-void hc_tool_print_plan(FILE *f, const hc_plan *p, const char *gpu_label)
+void hc_tool_print_plan(FILE *f, const hc_plan_info *p, const hc_plan_layer_info *layers,
+                        const char *gpu_label)
 {
     const char *gpu = gpu_label && *gpu_label ? gpu_label : "GPU";
-    if (!p || !p->layers) {
+    if (!p || !layers) {
         fprintf(f, "placement: no plan\n");
         return;
     }
@@ -29,7 +31,7 @@ void hc_tool_print_plan(FILE *f, const hc_plan *p, const char *gpu_label)
             "norm", "kv", "hot/n_ff   ", "hot", "served", "GPU MiB", "CPU MiB");
     int64_t hot = 0;
     for (int l = 0; l < p->n_layer; l++) {
-        const hc_place_layer *pl = &p->layers[l];
+        const hc_plan_layer_info *pl = &layers[l];
         hot += pl->n_hot;
         fprintf(f,
                 "%5d %-4s %-4s %-4s %-4s %7" PRId64 "/%-7" PRId64
@@ -41,9 +43,23 @@ void hc_tool_print_plan(FILE *f, const hc_plan *p, const char *gpu_label)
     double all = (double)p->n_ff * p->n_layer;
     fprintf(f, "total: GPU %.2f MiB (%.1f%% of the budget), CPU %.2f MiB; output head on %s\n",
             (double)p->gpu_bytes / MIB, pct((double)p->gpu_bytes, (double)p->budget),
-            (double)p->cpu_bytes / MIB, p->output ? "GPU" : "CPU");
+            (double)p->cpu_bytes / MIB, p->output_on_gpu ? "GPU" : "CPU");
     fprintf(f, "hot neurons on the GPU: %" PRId64 " of %.0f (%.1f%%), serving %.1f%% of "
                "activations (mean over layers); split %s\n",
             hot, all, pct((double)hot, all), 100.0 * p->served,
             p->from_file ? "from the gpuidx file" : "solved now");
+}
+
+void hc_tool_print_model_plan(FILE *f, const hc_model *m, const char *gpu_label)
+{
+    hc_plan_info p;
+    if (hc_model_plan_info(m, &p) != 0) {
+        fprintf(f, "plan: everything on the CPU (no --device GPU given)\n");
+        return;
+    }
+    hc_plan_layer_info *layers = calloc((size_t)p.n_layer, sizeof *layers);
+    for (int l = 0; layers && l < p.n_layer; l++)
+        hc_model_plan_layer(m, l, &layers[l]);
+    hc_tool_print_plan(f, &p, layers, gpu_label);
+    free(layers);
 }

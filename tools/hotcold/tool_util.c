@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "format/output_file.h"
+#include "hotcold/toolchain.h"
 
 int hc_tool_parse_int(const char *s, int lo, int hi, int *out)
 {
@@ -279,7 +279,8 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const char *path, cons
     print_sparse_stats(f, m, c);
     hc_context_run_stats rs;
     hc_context_run_stats_get(c, &rs);
-    if (hc_model_plan(m) && rs.tokens > 0) {
+    hc_plan_info plan;
+    if (hc_model_plan_info(m, &plan) == 0 && rs.tokens > 0) {
         const double rows = (double)(rs.gpu_rows + rs.cpu_rows);
         fprintf(f,
                 "devices: FFN rows computed %.1f%% on the GPU, %.1f%% on the CPU; moved %.1f KiB "
@@ -330,7 +331,7 @@ void hc_tool_output_name(const char *src, const char *suffix, const char *fallba
 
 void hc_tool_progress_init(hc_tool_progress *p, const char *what, int quiet)
 {
-    *p = (hc_tool_progress){what, quiet, isatty(fileno(stderr)), hc_time_s(), 0};
+    *p = (hc_tool_progress){what, quiet, isatty(fileno(stderr)), hc_tool_time_s(), 0};
 }
 
 /* Whether a progress line is due now (a live line 4 times a second, a log
@@ -338,7 +339,7 @@ void hc_tool_progress_init(hc_tool_progress *p, const char *what, int quiet)
 static int progress_due(hc_tool_progress *p, double done, double total, double *rate,
                         double *eta)
 {
-    double now = hc_time_s();
+    double now = hc_tool_time_s();
     if (p->quiet || (done < total && now - p->last < (p->tty ? 0.25 : 5.0)))
         return 0;
     p->last = now;

@@ -5,11 +5,19 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "hotcold/hotcold.h"
-#include "util/clock.h" /* hc_time_s */
 
 #define HC_DEFAULT_MODEL_NAME "stories260K.gguf"
+
+/* Monotonic wall-clock seconds, for the durations the tools report. */
+static inline double hc_tool_time_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* Strict number parsing: the whole string, within [lo, hi].  1 = ok. */
 int hc_tool_parse_int(const char *s, int lo, int hi, int *out);
