@@ -14,9 +14,12 @@
  */
 #include "arch/llama.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "exec/exec.h"
+#include "runtime/model.h"
 #include "util/log.h"
 
 /* ---- the tensors ------------------------------------------------------------ */
@@ -139,14 +142,64 @@ static int read_hparams(const hc_arch *a, const hc_gguf *g, const char *path, hc
     return 0;
 }
 
+/* ---- the forward pass --------------------------------------------------------- */
+
+/* xn = norm(x) * w, then relu(xn - shift) in relu2M-style models. */
+static int block_input(hc_context *c, const hc_hparams *hp, const hc_weight *norm)
+{
+    if (hc_exec_rmsnorm(c, HC_ACT_X, norm, HC_ACT_XN, hp->norm_eps))
+        return -1;
+    if (hp->block_input_relu)
+        return hc_exec_unary(c, HC_UNARY_RELU_SHIFT, HC_ACT_XN, HC_ACT_XN,
+                             hp->block_input_relu_shift);
+    return 0;
+}
+
+static int forward(hc_context *c, const hc_model *m, const int32_t *tokens, int n, float *logits)
+{
+    const hc_hparams *hp = &m->hp;
+    const float kq_scale = 1.0f / sqrtf((float)hp->head_dim);
+
+    /* x = the tokens' embeddings, starting where layer 0's attention runs. */
+    if (hc_exec_embed(c, &m->tok_embd, tokens, n, m->layers[0].attn_gpu))
+        return -1;
+
+    for (int il = 0; il < hp->n_layer; il++) {
+        const hc_layer *l = &m->layers[il];
+
+        /* Attention, where its weights and KV cache are:
+         *   xn = norm(x); q, k, v = wq.xn, wk.xn, wv.xn; rope(q), rope(k);
+         *   x += wo . attention(q, K, V). */
+        if (hc_exec_to(c, l->attn_gpu) || block_input(c, hp, &l->attn_norm) ||
+            hc_exec_qkv(c, &l->wq, &l->wk, &l->wv, il) || hc_exec_rope_qk(c, il) ||
+            hc_exec_attention(c, il, HC_ACT_ATT, kq_scale) ||
+            hc_exec_matmul(c, &l->wo, HC_ACT_ATT, HC_ACT_O) || hc_exec_add(c, HC_ACT_X, HC_ACT_O))
+            return -1;
+
+        /* FFN, over the neurons that fire:
+         *   xn = norm(x); x += down . act(gate.xn, up.xn). */
+        if (hc_exec_to(c, hc_ffn_home(c, l)) || block_input(c, hp, &l->ffn_norm) ||
+            hc_exec_sparse_ffn(c, l, il))
+            return -1;
+    }
+
+    /* logits = output . norm(x), the last token's, with the final norm plain. */
+    if (!logits)
+        return 0;
+    if (hc_exec_to(c, m->output_gpu) || hc_exec_rmsnorm_last(c, &m->output_norm, hp->norm_eps) ||
+        hc_exec_logits(c, &m->output, logits))
+        return -1;
+    return 0;
+}
+
 /* ---- the architectures ------------------------------------------------------------ */
 
 #define N_OF(a) (int)(sizeof(a) / sizeof((a)[0]))
 
 const hc_arch hc_arch_llama = {"llama",       "silu",        "relu",
                                read_hparams,  model_tensors, N_OF(model_tensors),
-                               layer_tensors, N_OF(layer_tensors), NULL};
+                               layer_tensors, N_OF(layer_tensors), forward};
 
 const hc_arch hc_arch_bamboo = {"bamboo",      "relu_both",   "relu_both",
                                 read_hparams,  model_tensors, N_OF(model_tensors),
-                                layer_tensors, N_OF(layer_tensors), NULL};
+                                layer_tensors, N_OF(layer_tensors), forward};

@@ -1,4 +1,5 @@
-/* Context lifetime and hc_context_eval: batching and context-overflow checks. */
+/* Context lifetime (its buffers and staging), hc_context_eval's
+ * batching and overflow checks, and the statistics getters. */
 #include "exec/context.h"
 
 #include <stdlib.h>
@@ -12,73 +13,6 @@ hc_context_params hc_context_default_params(void)
 {
     hc_context_params p = {sizeof p, 0, 64, 0};
     return p;
-}
-
-/* The slices of an activation buffer, in buffer order. */
-#define N_SLICES 14
-static void acts_slices(hc_acts *A, hc_ref *refs[N_SLICES])
-{
-    hc_ref *all[N_SLICES] = {&A->x,  &A->xn,     &A->q,   &A->att, &A->o,    &A->part, &A->gate,
-                             &A->up, &A->logits, &A->pos, &A->ph,  &A->plog, &A->idx,  &A->all};
-    memcpy(refs, all, sizeof all);
-}
-
-/* The activation slices of one device for n_batch tokens: offsets into A
- * (when not NULL), and the bytes of the whole buffer. */
-uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A)
-{
-    hc_acts scratch;
-    hc_ref *refs[N_SLICES];
-    acts_slices(A ? A : &scratch, refs);
-    const uint64_t B = (uint64_t)n_batch;
-    const uint64_t e = B * hp->n_embd * F32, ff = B * hp->n_ff * F32;
-    const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
-    const uint64_t ph = B * (uint64_t)(hp->max_pred_rank > 0 ? hp->max_pred_rank : 1) * F32;
-    /* 256-byte alignment keeps every slice friendly to GPU offset rules. */
-    const uint64_t sizes[N_SLICES] = {e,  e, e,  e,  e,  e,    ff, ff, (uint64_t)hp->n_vocab * F32,
-                                      B * 4, ph, ff, list, list};
-    uint64_t off = 0;
-    for (int i = 0; i < N_SLICES; i++) {
-        refs[i]->off = off;
-        off += (sizes[i] + 255) & ~(uint64_t)255;
-    }
-    return off;
-}
-
-uint64_t hc_kv_layer_bytes(const hc_hparams *hp, int n_ctx)
-{
-    return (uint64_t)n_ctx * hp->n_head_kv * hp->head_dim * F32;
-}
-
-/* Carve one device's activation buffer into its named slices. */
-static int alloc_activations(hc_context *c, int on)
-{
-    const hc_hparams *hp = &c->m->hp;
-    hc_dev *d = on == HC_ON_GPU ? &c->m->gpu : &c->m->cpu;
-    hc_acts *A = &c->a[on];
-    const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
-    const uint64_t off = hc_acts_layout(hp, c->n_batch, A);
-    if (hc_dev_alloc(d, off, &A->buf))
-        return -1;
-    hc_ref *refs[N_SLICES];
-    acts_slices(A, refs);
-    for (int i = 0; i < N_SLICES; i++)
-        refs[i]->buf = A->buf;
-    /* Start from zeros: the sparse FFN relies on never-computed activation
-     * rows being finite (see forward.c), and fresh memory may hold NaNs. */
-    void *zeros = calloc(1, (size_t)off);
-    if (!zeros) {
-        hc_set_error("out of memory");
-        return -1;
-    }
-    int rc = hc_dev_upload(d, (hc_ref){A->buf, 0}, zeros, off);
-    /* Dense passes over a transposed down projection are axpy_rows over
-     * every row: upload that list once. */
-    for (int r = 0; r < hp->n_ff; r++)
-        c->host_idx[r] = r;
-    rc = rc || hc_dev_upload(d, A->all, c->host_idx, list) || hc_dev_sync(d);
-    free(zeros);
-    return rc ? -1 : 0;
 }
 
 static int alloc_kv(hc_context *c)
@@ -139,7 +73,8 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
         hc_set_error("out of memory");
         goto fail;
     }
-    if (alloc_activations(c, HC_ON_CPU) || (m->has_gpu && alloc_activations(c, HC_ON_GPU)) ||
+    if (hc_acts_alloc(&c->m->cpu, &m->hp, c->n_batch, &c->a[HC_ON_CPU]) ||
+        (m->has_gpu && hc_acts_alloc(&c->m->gpu, &m->hp, c->n_batch, &c->a[HC_ON_GPU])) ||
         alloc_kv(c))
         goto fail;
     return c;

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "exec/context.h"
+#include "exec/acts.h"
 #include "runtime/placement_stats.h"
 #include "util/log.h"
 
