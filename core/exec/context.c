@@ -1,4 +1,4 @@
-/* Context lifetime (its buffers and staging), hc_context_eval's
+/* Context lifetime (its streams, buffers and staging), hc_context_eval's
  * batching and overflow checks, and the statistics getters. */
 #include "exec/context.h"
 
@@ -26,7 +26,7 @@ static int alloc_kv(hc_context *c)
         return -1;
     }
     for (int il = 0; il < hp->n_layer; il++) {
-        hc_dev *d = c->m->layers[il].attn_gpu ? &c->m->gpu : &c->m->cpu;
+        hc_dev *d = c->m->layers[il].attn_gpu ? &c->gpu : &c->cpu;
         if (hc_dev_alloc(d, bytes, &c->k_cache[il]) || hc_dev_alloc(d, bytes, &c->v_cache[il]))
             return -1;
     }
@@ -73,8 +73,17 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
         hc_set_error("out of memory");
         goto fail;
     }
-    if (hc_acts_alloc(&c->m->cpu, &m->hp, c->n_batch, &c->a[HC_ON_CPU]) ||
-        (m->has_gpu && hc_acts_alloc(&c->m->gpu, &m->hp, c->n_batch, &c->a[HC_ON_GPU])) ||
+    /* Streams of its own on the model's devices: nothing a pass touches is
+     * shared with another context. */
+    if (hc_dev_open_stream(&c->cpu, &m->cpu))
+        goto fail;
+    if (m->has_gpu) {
+        if (hc_dev_open_stream(&c->gpu, &m->gpu))
+            goto fail;
+        c->gpu.host = &c->cpu;
+    }
+    if (hc_acts_alloc(&c->cpu, &m->hp, c->n_batch, &c->a[HC_ON_CPU]) ||
+        (m->has_gpu && hc_acts_alloc(&c->gpu, &m->hp, c->n_batch, &c->a[HC_ON_GPU])) ||
         alloc_kv(c))
         goto fail;
     return c;
@@ -88,7 +97,7 @@ void hc_context_free(hc_context *c)
     if (!c)
         return;
     for (int il = 0; il < c->m->hp.n_layer; il++) {
-        hc_dev *d = c->m->layers[il].attn_gpu ? &c->m->gpu : &c->m->cpu;
+        hc_dev *d = c->m->layers[il].attn_gpu ? &c->gpu : &c->cpu;
         if (c->k_cache)
             hc_dev_free(d, c->k_cache[il]);
         if (c->v_cache)
@@ -96,9 +105,12 @@ void hc_context_free(hc_context *c)
     }
     free(c->k_cache);
     free(c->v_cache);
-    hc_dev_free(&c->m->cpu, c->a[HC_ON_CPU].buf);
+    hc_dev_free(&c->cpu, c->a[HC_ON_CPU].buf);
     if (c->m->has_gpu)
-        hc_dev_free(&c->m->gpu, c->a[HC_ON_GPU].buf);
+        hc_dev_free(&c->gpu, c->a[HC_ON_GPU].buf);
+    /* The GPU's fallback scratch lives on the CPU device: close it first. */
+    hc_dev_close(&c->gpu);
+    hc_dev_close(&c->cpu);
     free(c->host_x);
     free(c->host_zero);
     free(c->host_gate);
@@ -129,12 +141,13 @@ void hc_context_reset(hc_context *c)
     c->n_past = 0;
     memset(c->acc, 0, (size_t)c->m->hp.n_layer * sizeof *c->acc);
     memset(&c->run, 0, sizeof c->run);
+    c->gpu.fallback_calls = 0;
 }
 
 void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out)
 {
     *out = c->run;
-    out->fallback_calls = c->m->has_gpu ? c->m->gpu.fallback_calls : 0;
+    out->fallback_calls = c->m->has_gpu ? c->gpu.fallback_calls : 0;
 }
 
 int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out)

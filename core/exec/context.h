@@ -1,8 +1,10 @@
 /*
- * A context (internal): one sequence's execution state over a shared model:
- * its activation buffers and KV cache on the model's devices (exec/acts.h),
- * host staging for the sparse FFN, the FFN observer and sparse-check
- * diagnostics, and what the work cost.
+ * A context (internal): one sequence's execution state over a shared model.
+ * Its own streams on the model's devices (weights stay the model's), its
+ * activation buffers and KV cache there (exec/acts.h), host staging for the
+ * sparse FFN, the FFN observer and sparse-check diagnostics, and what the
+ * work cost.  Nothing here is shared with another context, so two contexts
+ * of one model may evaluate from two threads at once.
  */
 #ifndef HC_CORE_CONTEXT_H
 #define HC_CORE_CONTEXT_H
@@ -14,11 +16,15 @@
 enum { HC_ON_CPU = 0, HC_ON_GPU = 1 };
 
 struct hc_context {
-    hc_model *m;
+    const hc_model *m;
     int n_ctx;
     int n_batch;
     int n_past;
     int n_tok;     /* tokens of the forward pass under way */
+
+    /* The model's devices, each with this context's own stream (and
+     * fallback scratch); gpu only when m->has_gpu. */
+    hc_dev cpu, gpu;
 
     hc_acts a[2];
     int x_on;      /* the device holding the residual stream now */

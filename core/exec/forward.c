@@ -10,7 +10,7 @@ int hc_forward(hc_context *c, const int32_t *tokens, int n, float *logits)
     if (c->m->arch->forward(c, c->m, tokens, n, logits))
         return -1;
     /* The staging buffers and logits are only safe to reuse/read after this. */
-    if (c->m->has_gpu && hc_dev_sync(&c->m->gpu))
+    if (c->m->has_gpu && hc_dev_sync(&c->gpu))
         return -1;
-    return hc_dev_sync(&c->m->cpu);
+    return hc_dev_sync(&c->cpu);
 }

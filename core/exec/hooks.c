@@ -6,7 +6,7 @@
 int hc_check_prediction(hc_context *c, const hc_layer *l, int il, int n)
 {
     const hc_hparams *hp = &c->m->hp;
-    hc_dev *d = &c->m->cpu;
+    hc_dev *d = &c->cpu;
     hc_acts *A = &c->a[HC_ON_CPU];
     const int64_t e = hp->n_embd, ff = hp->n_ff;
     struct hc_sparse_layer_acc *a = &c->acc[il];
@@ -32,7 +32,7 @@ int hc_check_prediction(hc_context *c, const hc_layer *l, int il, int n)
 int hc_observe_ffn(hc_context *c, int il, int n)
 {
     const hc_hparams *hp = &c->m->hp;
-    hc_dev *d = &c->m->cpu;
+    hc_dev *d = &c->cpu;
     hc_acts *A = &c->a[HC_ON_CPU];
     if (hc_dev_download(d, c->host_p, A->x, (uint64_t)n * hp->n_embd * HC_F32) ||
         hc_dev_download(d, c->host_h, A->gate, (uint64_t)n * hp->n_ff * HC_F32) ||

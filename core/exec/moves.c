@@ -3,9 +3,9 @@
 
 int hc_cross(hc_context *c, int from, hc_ref src, hc_ref dst, uint64_t bytes)
 {
-    hc_dev *g = &c->m->gpu;
+    hc_dev *g = &c->gpu;
     c->run.bytes_moved += bytes;
-    if (hc_dev_sync(&c->m->cpu))
+    if (hc_dev_sync(&c->cpu))
         return -1;
     if (from == HC_ON_GPU)
         return hc_dev_download(g, hc_cpu_ptr(c, dst), src, bytes) || hc_dev_sync(g) ? -1 : 0;

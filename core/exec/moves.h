@@ -12,7 +12,7 @@
 
 static inline hc_dev *hc_ctx_dev(hc_context *c, int on)
 {
-    return on == HC_ON_GPU ? &c->m->gpu : &c->m->cpu;
+    return on == HC_ON_GPU ? &c->gpu : &c->cpu;
 }
 
 /* Where device `on` reads weight w. */
@@ -24,7 +24,7 @@ static inline hc_ref hc_weight_at(const hc_weight *w, int on)
 /* Host address of a CPU-device place: CPU buffers are host memory. */
 static inline void *hc_cpu_ptr(hc_context *c, hc_ref r)
 {
-    return (uint8_t *)c->m->cpu.ops->buffer_host_ptr(r.buf) + r.off;
+    return (uint8_t *)c->cpu.ops->buffer_host_ptr(r.buf) + r.off;
 }
 
 /* Copy `bytes` from device `from`'s place src to the other device's dst:

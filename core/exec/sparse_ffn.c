@@ -90,7 +90,7 @@ static int score_neurons(hc_context *c, const hc_layer *l, const share s[2], int
             return -1;
     }
     if (u->n_neurons > 0) {
-        hc_dev *d = &c->m->cpu;
+        hc_dev *d = &c->cpu;
         hc_acts *A = &c->a[HC_ON_CPU];
         if (u->n_neurons == ff ? hc_dev_matmul(d, l->ffn_gate.type, u->gate, ff, e, A->xn, n,
                                                A->gate)
@@ -167,14 +167,14 @@ static int select_rows(hc_context *c, const hc_layer *l, share s[2], int n, int 
         /* A share whose every row is active reads the every-row list. */
         if (ng == s[HC_ON_GPU].rows && ng > 0)
             s[HC_ON_GPU].list = c->a[HC_ON_GPU].all;
-        else if (ng > 0 && hc_dev_upload(&c->m->gpu, c->a[HC_ON_GPU].idx, c->host_gidx,
+        else if (ng > 0 && hc_dev_upload(&c->gpu, c->a[HC_ON_GPU].idx, c->host_gidx,
                                          (uint64_t)ng * sizeof(int32_t)))
             return -1;
         else
             c->run.bytes_moved += (uint64_t)ng * sizeof(int32_t);
         if (nc == ff)
             s[HC_ON_CPU].list = c->a[HC_ON_CPU].all;
-        else if (nc > 0 && hc_dev_upload(&c->m->cpu, c->a[HC_ON_CPU].idx, c->host_idx,
+        else if (nc > 0 && hc_dev_upload(&c->cpu, c->a[HC_ON_CPU].idx, c->host_idx,
                                          (uint64_t)nc * sizeof(int32_t)))
             return -1;
     }
@@ -242,8 +242,8 @@ static int share_target(hc_context *c, const share *s, int n, hc_ref *y)
     }
     *y = c->a[s->on].part;
     if (s->on == HC_ON_CPU)
-        return hc_dev_sync(&c->m->cpu) ? -1 : (memset(hc_cpu_ptr(c, *y), 0, bytes), 0);
-    return hc_dev_upload(&c->m->gpu, *y, c->host_zero, bytes);
+        return hc_dev_sync(&c->cpu) ? -1 : (memset(hc_cpu_ptr(c, *y), 0, bytes), 0);
+    return hc_dev_upload(&c->gpu, *y, c->host_zero, bytes);
 }
 
 int hc_ffn_home(const hc_context *c, const hc_layer *l)
@@ -294,7 +294,7 @@ int hc_exec_sparse_ffn(hc_context *c, const hc_layer *l, int il)
             return -1;
         if (share_target(c, sh, n, &y) || share_down(c, l, sh, n, y))
             return -1;
-        if (sh->on == HC_ON_GPU && hc_dev_flush(&c->m->gpu))
+        if (sh->on == HC_ON_GPU && hc_dev_flush(&c->gpu))
             return -1;
     }
     /* Merge. */

@@ -3,8 +3,9 @@
  * hyper-parameters, every weight the architecture's tensor table names,
  * validated (shape, type) and placed — on the CPU device always (zero-copy
  * over the file mapping where it can), and the GPU's share when a GPU was
- * asked for — and the tokenizer.  Loading is runtime/model_load.c; the
- * GPU share runtime/model_place.c.
+ * asked for — and the tokenizer.  Read-only once loaded: contexts
+ * (exec/context.h) keep every piece of execution state of their own.
+ * Loading is runtime/model_load.c; the GPU share runtime/model_place.c.
  */
 #ifndef HC_CORE_MODEL_H
 #define HC_CORE_MODEL_H

@@ -407,6 +407,9 @@ hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *p
         if (hc_model_place_gpu(m, &p))
             goto fail;
     }
+    /* Loaded: contexts compute on streams of their own (exec/context.h). */
+    if ((m->has_gpu && hc_dev_end_stream(&m->gpu)) || hc_dev_end_stream(&m->cpu))
+        goto fail;
     return m;
 fail:
     hc_model_free(m);
