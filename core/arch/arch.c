@@ -19,9 +19,9 @@ const hc_tensor_spec *hc_arch_layer_tensor(const hc_arch *a, int id)
 void hc_tensor_name(char *buf, size_t size, const hc_tensor_spec *t, int il)
 {
     if (il < 0)
-        snprintf(buf, size, "%s.weight", t->suffix);
+        snprintf(buf, size, "%s", t->name);
     else
-        snprintf(buf, size, "blk.%d.%s.weight", il, t->suffix);
+        snprintf(buf, size, "blk.%d.%s", il, t->name);
 }
 
 int64_t hc_dim_size(const hc_hparams *hp, hc_dim d, int64_t rank)

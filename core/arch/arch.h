@@ -82,7 +82,8 @@ enum {
 
 typedef struct hc_tensor_spec {
     int id;                 /* hc_layer_tensor (layer table) or hc_model_tensor */
-    const char *suffix;     /* "attn_q": the file's blk.<i>.attn_q.weight */
+    const char *name;       /* "attn_q.weight": the file's blk.<i>.attn_q.weight (biases,
+                               "attn_norm.bias", are tensors of their own) */
     hc_dim cols, rows;      /* cols is GGUF's contiguous ne0; rows ONE: a vector */
     hc_presence presence;
     int other;              /* the id `presence` refers to */
@@ -114,7 +115,7 @@ typedef struct hc_arch {
 
 /* Entry `id` of a table, NULL if the architecture has no such tensor. */
 const hc_tensor_spec *hc_arch_layer_tensor(const hc_arch *a, int id);
-/* "blk.<il>.<suffix>.weight" (il < 0: "<suffix>.weight") into buf. */
+/* Its name in the file, "blk.<il>.<name>" (il < 0: "<name>"), into buf. */
 void hc_tensor_name(char *buf, size_t size, const hc_tensor_spec *t, int il);
 /* The size of dimension d (HC_DIM_RANK: `rank`). */
 int64_t hc_dim_size(const hc_hparams *hp, hc_dim d, int64_t rank);

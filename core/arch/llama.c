@@ -24,31 +24,46 @@
 
 /* ---- the tensors ------------------------------------------------------------ */
 
+/* Columns are GGUF's ne0.  Norms belong to the block they feed. */
 static const hc_tensor_spec model_tensors[] = {
-    {HC_M_TOK_EMBD, "token_embd", HC_DIM_EMBD, HC_DIM_VOCAB, HC_REQUIRED, 0, HC_BLOCK_MODEL, 0},
-    {HC_M_OUTPUT_NORM, "output_norm", HC_DIM_EMBD, HC_DIM_ONE, HC_REQUIRED, 0, HC_BLOCK_MODEL, 0},
-    {HC_M_OUTPUT, "output", HC_DIM_EMBD, HC_DIM_VOCAB, HC_OR_TIED, HC_M_TOK_EMBD, HC_BLOCK_MODEL,
-     0},
+    /* id               name in the file      cols         rows          presence */
+    {HC_M_TOK_EMBD,     "token_embd.weight",  HC_DIM_EMBD, HC_DIM_VOCAB, HC_REQUIRED, 0,
+     HC_BLOCK_MODEL, 0},
+    {HC_M_OUTPUT_NORM,  "output_norm.weight", HC_DIM_EMBD, HC_DIM_ONE,   HC_REQUIRED, 0,
+     HC_BLOCK_MODEL, 0},
+    {HC_M_OUTPUT,       "output.weight",      HC_DIM_EMBD, HC_DIM_VOCAB, HC_OR_TIED, HC_M_TOK_EMBD,
+     HC_BLOCK_MODEL, 0},
 };
 
 /* PowerInfer files store the down projection only transposed (ffn_down_t:
- * row r is what neuron r adds), and a predictor per layer: relu(fc1 . x)
- * then fc2, [n_embd -> H -> n_ff]. */
+ * row r is what neuron r adds, summed by axpy_rows), and a predictor per
+ * layer: fc2 . relu(fc1 . x), [n_embd -> H -> n_ff]. */
 static const hc_tensor_spec layer_tensors[] = {
-    {HC_T_ATTN_NORM, "attn_norm", HC_DIM_EMBD, HC_DIM_ONE, HC_REQUIRED, 0, HC_BLOCK_ATTN, 0},
-    {HC_T_WQ, "attn_q", HC_DIM_EMBD, HC_DIM_EMBD, HC_REQUIRED, 0, HC_BLOCK_ATTN, 0},
-    {HC_T_WK, "attn_k", HC_DIM_EMBD, HC_DIM_KV, HC_REQUIRED, 0, HC_BLOCK_ATTN, 0},
-    {HC_T_WV, "attn_v", HC_DIM_EMBD, HC_DIM_KV, HC_REQUIRED, 0, HC_BLOCK_ATTN, 0},
-    {HC_T_WO, "attn_output", HC_DIM_EMBD, HC_DIM_EMBD, HC_REQUIRED, 0, HC_BLOCK_ATTN, 0},
-    {HC_T_FFN_NORM, "ffn_norm", HC_DIM_EMBD, HC_DIM_ONE, HC_REQUIRED, 0, HC_BLOCK_FFN, 0},
-    {HC_T_FFN_GATE, "ffn_gate", HC_DIM_EMBD, HC_DIM_FF, HC_REQUIRED, 0, HC_BLOCK_FFN, 0},
-    {HC_T_FFN_UP, "ffn_up", HC_DIM_EMBD, HC_DIM_FF, HC_REQUIRED, 0, HC_BLOCK_FFN, 0},
-    {HC_T_FFN_DOWN, "ffn_down", HC_DIM_FF, HC_DIM_EMBD, HC_UNLESS, HC_T_FFN_DOWN_T, HC_BLOCK_FFN,
-     0},
-    {HC_T_FFN_DOWN_T, "ffn_down_t", HC_DIM_EMBD, HC_DIM_FF, HC_OPTIONAL, 0, HC_BLOCK_FFN,
-     HC_TF_AXPY},
-    {HC_T_FC1, "fc1", HC_DIM_EMBD, HC_DIM_RANK, HC_WITH, HC_T_FC2, HC_BLOCK_PRED, 0},
-    {HC_T_FC2, "fc2", HC_DIM_RANK, HC_DIM_FF, HC_WITH, HC_T_FC1, HC_BLOCK_PRED, 0},
+    /* id               name in the file      cols         rows          presence */
+    {HC_T_ATTN_NORM,    "attn_norm.weight",   HC_DIM_EMBD, HC_DIM_ONE,   HC_REQUIRED, 0,
+     HC_BLOCK_ATTN, 0},
+    {HC_T_WQ,           "attn_q.weight",      HC_DIM_EMBD, HC_DIM_EMBD,  HC_REQUIRED, 0,
+     HC_BLOCK_ATTN, 0},
+    {HC_T_WK,           "attn_k.weight",      HC_DIM_EMBD, HC_DIM_KV,    HC_REQUIRED, 0,
+     HC_BLOCK_ATTN, 0},
+    {HC_T_WV,           "attn_v.weight",      HC_DIM_EMBD, HC_DIM_KV,    HC_REQUIRED, 0,
+     HC_BLOCK_ATTN, 0},
+    {HC_T_WO,           "attn_output.weight", HC_DIM_EMBD, HC_DIM_EMBD,  HC_REQUIRED, 0,
+     HC_BLOCK_ATTN, 0},
+    {HC_T_FFN_NORM,     "ffn_norm.weight",    HC_DIM_EMBD, HC_DIM_ONE,   HC_REQUIRED, 0,
+     HC_BLOCK_FFN, 0},
+    {HC_T_FFN_GATE,     "ffn_gate.weight",    HC_DIM_EMBD, HC_DIM_FF,    HC_REQUIRED, 0,
+     HC_BLOCK_FFN, 0},
+    {HC_T_FFN_UP,       "ffn_up.weight",      HC_DIM_EMBD, HC_DIM_FF,    HC_REQUIRED, 0,
+     HC_BLOCK_FFN, 0},
+    {HC_T_FFN_DOWN,     "ffn_down.weight",    HC_DIM_FF,   HC_DIM_EMBD,  HC_UNLESS, HC_T_FFN_DOWN_T,
+     HC_BLOCK_FFN, 0},
+    {HC_T_FFN_DOWN_T,   "ffn_down_t.weight",  HC_DIM_EMBD, HC_DIM_FF,    HC_OPTIONAL, 0,
+     HC_BLOCK_FFN, HC_TF_AXPY},
+    {HC_T_FC1,          "fc1.weight",         HC_DIM_EMBD, HC_DIM_RANK,  HC_WITH, HC_T_FC2,
+     HC_BLOCK_PRED, 0},
+    {HC_T_FC2,          "fc2.weight",         HC_DIM_RANK, HC_DIM_FF,    HC_WITH, HC_T_FC1,
+     HC_BLOCK_PRED, 0},
 };
 
 /* ---- the hyper-parameters -------------------------------------------------------- */

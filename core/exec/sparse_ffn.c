@@ -71,7 +71,8 @@ static int score_neurons(hc_context *c, const hc_layer *l, const share s[2], int
             if (hc_cross(c, c->x_on, c->a[c->x_on].x, p, (uint64_t)n * e * HC_F32))
                 return -1;
         }
-        if (hc_dev_matmul(d, l->fc1.type, hc_weight_at(&l->fc1, on), l->pred_rank, e, p, n, A->ph) ||
+        if (hc_dev_matmul(d, l->fc1.type, hc_weight_at(&l->fc1, on), l->pred_rank, e, p, n,
+                          A->ph) ||
             hc_dev_unary(d, HC_UNARY_RELU_SHIFT, A->ph, A->ph, (int64_t)n * l->pred_rank, 0.0f) ||
             hc_dev_matmul(d, l->fc2.type, hc_weight_at(&l->fc2, on), ff, l->pred_rank, A->ph, n,
                           A->plog) ||

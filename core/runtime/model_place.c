@@ -75,10 +75,11 @@ static int build_input(hc_model *m, const hc_model_params *p, hc_place_in *in,
         hc_place_layer_in *li = &(*layers)[il];
         li->attn_bytes = hc_layer_block_bytes(m, l, HC_BLOCK_ATTN, 1) + kv;
         li->pred_bytes = predicting ? hc_layer_block_bytes(m, l, HC_BLOCK_PRED, 1) : 0;
-        li->ffn_norm_bytes =
-            hc_layer_block_bytes(m, l, HC_BLOCK_FFN, 1) - hc_layer_block_bytes(m, l, HC_BLOCK_FFN, 0);
+        const uint64_t ffn = hc_layer_block_bytes(m, l, HC_BLOCK_FFN, 1);
+        const uint64_t ffn_matrices = hc_layer_block_bytes(m, l, HC_BLOCK_FFN, 0);
+        li->ffn_norm_bytes = ffn - ffn_matrices;
         li->kv_bytes = 0; /* counted with the attention */
-        li->neuron_bytes = hc_layer_block_bytes(m, l, HC_BLOCK_FFN, 0) / (uint64_t)hp->n_ff;
+        li->neuron_bytes = ffn_matrices / (uint64_t)hp->n_ff;
         li->freq = *freq ? *freq + (size_t)il * (size_t)hp->n_ff : NULL;
     }
     memset(in, 0, sizeof *in);

@@ -60,8 +60,7 @@ static const hc_gguf_tensor *layer_tensor(const hc_gguf *g, int il, const hc_ten
 /* Is `rest` (a layer tensor's name after "blk.<i>.") tensor t's? */
 static int is_tensor(const char *rest, const hc_tensor_spec *t)
 {
-    size_t len = strlen(t->suffix);
-    return !strncmp(rest, t->suffix, len) && !strcmp(rest + len, ".weight");
+    return !strcmp(rest, t->name);
 }
 
 static const hc_gguf_tensor *profile_counts(const hc_gguf *g, int il)
@@ -207,8 +206,7 @@ static int check_predictor(pack_ctx *c)
         const hc_gguf_tensor *f1 = layer_tensor(c->pred, il, c->fc1);
         const hc_gguf_tensor *f2 = layer_tensor(c->pred, il, c->fc2);
         if (!f1 || !f2) {
-            hc_set_error("%s: blk.%d.%s.weight is missing", path, il,
-                         (!f1 ? c->fc1 : c->fc2)->suffix);
+            hc_set_error("%s: blk.%d.%s is missing", path, il, (!f1 ? c->fc1 : c->fc2)->name);
             return -1;
         }
         if (f1->type != HC_TYPE_F32 || f2->type != HC_TYPE_F32) {
