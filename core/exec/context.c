@@ -1,4 +1,5 @@
-/* Context lifetime and hc_context_eval: batching and context-overflow checks. */
+/* Context lifetime (its streams, buffers and staging), hc_context_eval's
+ * batching and overflow checks, and the statistics getters. */
 #include "exec/context.h"
 
 #include <stdlib.h>
@@ -14,73 +15,6 @@ hc_context_params hc_context_default_params(void)
     return p;
 }
 
-/* The slices of an activation buffer, in buffer order. */
-#define N_SLICES 14
-static void acts_slices(hc_acts *A, hc_ref *refs[N_SLICES])
-{
-    hc_ref *all[N_SLICES] = {&A->x,  &A->xn,     &A->q,   &A->att, &A->o,    &A->part, &A->gate,
-                             &A->up, &A->logits, &A->pos, &A->ph,  &A->plog, &A->idx,  &A->all};
-    memcpy(refs, all, sizeof all);
-}
-
-/* The activation slices of one device for n_batch tokens: offsets into A
- * (when not NULL), and the bytes of the whole buffer. */
-uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A)
-{
-    hc_acts scratch;
-    hc_ref *refs[N_SLICES];
-    acts_slices(A ? A : &scratch, refs);
-    const uint64_t B = (uint64_t)n_batch;
-    const uint64_t e = B * hp->n_embd * F32, ff = B * hp->n_ff * F32;
-    const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
-    const uint64_t ph = B * (uint64_t)(hp->max_pred_rank > 0 ? hp->max_pred_rank : 1) * F32;
-    /* 256-byte alignment keeps every slice friendly to GPU offset rules. */
-    const uint64_t sizes[N_SLICES] = {e,  e, e,  e,  e,  e,    ff, ff, (uint64_t)hp->n_vocab * F32,
-                                      B * 4, ph, ff, list, list};
-    uint64_t off = 0;
-    for (int i = 0; i < N_SLICES; i++) {
-        refs[i]->off = off;
-        off += (sizes[i] + 255) & ~(uint64_t)255;
-    }
-    return off;
-}
-
-uint64_t hc_kv_layer_bytes(const hc_hparams *hp, int n_ctx)
-{
-    return (uint64_t)n_ctx * hp->n_head_kv * hp->head_dim * F32;
-}
-
-/* Carve one device's activation buffer into its named slices. */
-static int alloc_activations(hc_context *c, int on)
-{
-    const hc_hparams *hp = &c->m->hp;
-    hc_dev *d = on == HC_ON_GPU ? &c->m->gpu : &c->m->cpu;
-    hc_acts *A = &c->a[on];
-    const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
-    const uint64_t off = hc_acts_layout(hp, c->n_batch, A);
-    if (hc_dev_alloc(d, off, &A->buf))
-        return -1;
-    hc_ref *refs[N_SLICES];
-    acts_slices(A, refs);
-    for (int i = 0; i < N_SLICES; i++)
-        refs[i]->buf = A->buf;
-    /* Start from zeros: the sparse FFN relies on never-computed activation
-     * rows being finite (see forward.c), and fresh memory may hold NaNs. */
-    void *zeros = calloc(1, (size_t)off);
-    if (!zeros) {
-        hc_set_error("out of memory");
-        return -1;
-    }
-    int rc = hc_dev_upload(d, (hc_ref){A->buf, 0}, zeros, off);
-    /* Dense passes over a transposed down projection are axpy_rows over
-     * every row: upload that list once. */
-    for (int r = 0; r < hp->n_ff; r++)
-        c->host_idx[r] = r;
-    rc = rc || hc_dev_upload(d, A->all, c->host_idx, list) || hc_dev_sync(d);
-    free(zeros);
-    return rc ? -1 : 0;
-}
-
 static int alloc_kv(hc_context *c)
 {
     const hc_hparams *hp = &c->m->hp;
@@ -92,7 +26,7 @@ static int alloc_kv(hc_context *c)
         return -1;
     }
     for (int il = 0; il < hp->n_layer; il++) {
-        hc_dev *d = c->m->layers[il].attn_gpu ? &c->m->gpu : &c->m->cpu;
+        hc_dev *d = c->m->layers[il].attn_gpu ? &c->gpu : &c->cpu;
         if (hc_dev_alloc(d, bytes, &c->k_cache[il]) || hc_dev_alloc(d, bytes, &c->v_cache[il]))
             return -1;
     }
@@ -139,7 +73,17 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
         hc_set_error("out of memory");
         goto fail;
     }
-    if (alloc_activations(c, HC_ON_CPU) || (m->has_gpu && alloc_activations(c, HC_ON_GPU)) ||
+    /* Streams of its own on the model's devices: nothing a pass touches is
+     * shared with another context. */
+    if (hc_dev_open_stream(&c->cpu, &m->cpu))
+        goto fail;
+    if (m->has_gpu) {
+        if (hc_dev_open_stream(&c->gpu, &m->gpu))
+            goto fail;
+        c->gpu.host = &c->cpu;
+    }
+    if (hc_acts_alloc(&c->cpu, &m->hp, c->n_batch, &c->a[HC_ON_CPU]) ||
+        (m->has_gpu && hc_acts_alloc(&c->gpu, &m->hp, c->n_batch, &c->a[HC_ON_GPU])) ||
         alloc_kv(c))
         goto fail;
     return c;
@@ -153,7 +97,7 @@ void hc_context_free(hc_context *c)
     if (!c)
         return;
     for (int il = 0; il < c->m->hp.n_layer; il++) {
-        hc_dev *d = c->m->layers[il].attn_gpu ? &c->m->gpu : &c->m->cpu;
+        hc_dev *d = c->m->layers[il].attn_gpu ? &c->gpu : &c->cpu;
         if (c->k_cache)
             hc_dev_free(d, c->k_cache[il]);
         if (c->v_cache)
@@ -161,9 +105,12 @@ void hc_context_free(hc_context *c)
     }
     free(c->k_cache);
     free(c->v_cache);
-    hc_dev_free(&c->m->cpu, c->a[HC_ON_CPU].buf);
+    hc_dev_free(&c->cpu, c->a[HC_ON_CPU].buf);
     if (c->m->has_gpu)
-        hc_dev_free(&c->m->gpu, c->a[HC_ON_GPU].buf);
+        hc_dev_free(&c->gpu, c->a[HC_ON_GPU].buf);
+    /* The GPU's fallback scratch lives on the CPU device: close it first. */
+    hc_dev_close(&c->gpu);
+    hc_dev_close(&c->cpu);
     free(c->host_x);
     free(c->host_zero);
     free(c->host_gate);
@@ -194,12 +141,13 @@ void hc_context_reset(hc_context *c)
     c->n_past = 0;
     memset(c->acc, 0, (size_t)c->m->hp.n_layer * sizeof *c->acc);
     memset(&c->run, 0, sizeof c->run);
+    c->gpu.fallback_calls = 0;
 }
 
 void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out)
 {
     *out = c->run;
-    out->fallback_calls = c->m->has_gpu ? c->m->gpu.fallback_calls : 0;
+    out->fallback_calls = c->m->has_gpu ? c->gpu.fallback_calls : 0;
 }
 
 int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out)

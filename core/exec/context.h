@@ -1,39 +1,30 @@
 /*
- * A context (internal): the KV cache and activation buffers of one sequence,
- * all on the model's device.
+ * A context (internal): one sequence's execution state over a shared model.
+ * Its own streams on the model's devices (weights stay the model's), its
+ * activation buffers and KV cache there (exec/acts.h), host staging for the
+ * sparse FFN, the FFN observer and sparse-check diagnostics, and what the
+ * work cost.  Nothing here is shared with another context, so two contexts
+ * of one model may evaluate from two threads at once.
  */
 #ifndef HC_CORE_CONTEXT_H
 #define HC_CORE_CONTEXT_H
 
+#include "exec/acts.h"
 #include "runtime/model.h"
-
-/* One device's activations for up to n_batch tokens (one buffer, slices). */
-typedef struct hc_acts {
-    hc_buffer *buf;
-    hc_ref x;      /* residual stream   [n_batch][n_embd] */
-    hc_ref xn;     /* normed input      [n_batch][n_embd] */
-    hc_ref q;      /* queries           [n_batch][n_embd] */
-    hc_ref att;    /* attention output  [n_batch][n_embd] */
-    hc_ref o;      /* projection output / vectors arriving from the other device */
-    hc_ref part;   /* this device's FFN partial when the residual is elsewhere */
-    hc_ref gate;   /* FFN gate / h      [n_batch][n_ff]   */
-    hc_ref up;     /* FFN up            [n_batch][n_ff]   */
-    hc_ref logits; /* last token        [n_vocab]         */
-    hc_ref pos;    /* positions         int32[n_batch]    */
-    hc_ref ph;     /* predictor hidden  [n_batch][max H]  */
-    hc_ref plog;   /* predictor logits  [n_batch][n_ff]   */
-    hc_ref idx;    /* active rows       int32[n_ff]       */
-    hc_ref all;    /* 0..n_ff-1: every row, for dense passes */
-} hc_acts;
 
 /* Device slots: the CPU always, the GPU when the model has one. */
 enum { HC_ON_CPU = 0, HC_ON_GPU = 1 };
 
 struct hc_context {
-    hc_model *m;
+    const hc_model *m;
     int n_ctx;
     int n_batch;
     int n_past;
+    int n_tok;     /* tokens of the forward pass under way */
+
+    /* The model's devices, each with this context's own stream (and
+     * fallback scratch); gpu only when m->has_gpu. */
+    hc_dev cpu, gpu;
 
     hc_acts a[2];
     int x_on;      /* the device holding the residual stream now */
@@ -74,13 +65,9 @@ struct hc_context {
     float *host_h;        /* [n_batch][n_ff]   */
 };
 
-/* The bytes of one device's activation buffer for n_batch tokens (and,
- * if A is not NULL, its slices' offsets); of one layer's K (or V) cache. */
-uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A);
-uint64_t hc_kv_layer_bytes(const hc_hparams *hp, int n_ctx);
-
-/* Run tokens [0, n) (n <= n_batch) at positions n_past.. and, if logits is
- * not NULL, download the last token's logits.  Does not advance n_past. */
+/* Run tokens [0, n) (n <= n_batch) at positions n_past.. through the
+ * model's recipe and, if logits is not NULL, download the last token's
+ * logits (exec/forward.c).  Does not advance n_past. */
 int hc_forward(hc_context *c, const int32_t *tokens, int n, float *logits);
 
 #endif /* HC_CORE_CONTEXT_H */

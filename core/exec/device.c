@@ -87,6 +87,33 @@ fail:
     return -1;
 }
 
+int hc_dev_open_stream(hc_dev *d, const hc_dev *owner)
+{
+    memset(d, 0, sizeof *d);
+    d->be = owner->be;
+    d->ops = owner->ops;
+    d->dev = owner->dev;
+    d->info = owner->info;
+    memcpy(d->label, owner->label, sizeof d->label);
+    d->disabled = owner->disabled;
+    d->borrowed = 1;
+    if (check(d, d->ops->stream_create(d->dev, &d->stream), "stream_create")) {
+        hc_dev_close(d);
+        return -1;
+    }
+    return 0;
+}
+
+int hc_dev_end_stream(hc_dev *d)
+{
+    if (!d->stream)
+        return 0;
+    int rc = hc_dev_sync(d);
+    d->ops->stream_destroy(d->stream);
+    d->stream = NULL;
+    return rc;
+}
+
 void hc_dev_close(hc_dev *d)
 {
     if (!d->ops)
@@ -94,7 +121,7 @@ void hc_dev_close(hc_dev *d)
     hc_dev_fallback_free(d);
     if (d->stream)
         d->ops->stream_destroy(d->stream);
-    if (d->dev)
+    if (d->dev && !d->borrowed)
         d->ops->device_close(d->dev);
     d->stream = NULL;
     d->dev = NULL;

@@ -31,10 +31,20 @@ typedef struct hc_dev {
     uint64_t fb_bytes[5];
     uint64_t fallback_calls; /* ops that ran on the host instead */
     hc_status last_status;   /* of the last failed call (HC_E_NOMEM: shrink and retry) */
+    int borrowed;            /* dev is another hc_dev's (hc_dev_open_stream): not closed here */
 } hc_dev;
 
 /* Open engine device i (see hc_engine_device_report) with one stream. */
 int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device);
+/* Another stream on an open device: d gets owner's device (closed only with
+ * owner), op switches and a stream, fallback scratch and counters of its own,
+ * and no host (set it).  Each context drives its streams from its thread. */
+int hc_dev_open_stream(hc_dev *d, const hc_dev *owner);
+/* Wait for d's stream and destroy it: d keeps its device and buffers (and
+ * may free them), but runs nothing more.  A loaded model's devices end so:
+ * contexts run on streams of their own, and the loading stream's staging
+ * memory goes back.  0 or -1. */
+int hc_dev_end_stream(hc_dev *d);
 void hc_dev_close(hc_dev *d);
 
 /* Is this an op the plugin implements? */

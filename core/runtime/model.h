@@ -1,11 +1,16 @@
 /*
- * The model as the forward pass sees it (internal): hyper-parameters read
- * from GGUF metadata, and every weight validated (shape, type) and placed on
- * the model's device.
+ * A loaded model (internal): its architecture (arch/arch.h) and
+ * hyper-parameters, every weight the architecture's tensor table names,
+ * validated (shape, type) and placed — on the CPU device always (zero-copy
+ * over the file mapping where it can), and the GPU's share when a GPU was
+ * asked for — and the tokenizer.  Read-only once loaded: contexts
+ * (exec/context.h) keep every piece of execution state of their own.
+ * Loading is runtime/model_load.c; the GPU share runtime/model_place.c.
  */
 #ifndef HC_CORE_MODEL_H
 #define HC_CORE_MODEL_H
 
+#include "arch/arch.h"
 #include "exec/device.h"
 #include "format/gguf.h"
 #include "hotcold/hotcold.h"
@@ -28,22 +33,6 @@ typedef struct hc_weight {
     hc_ref gref;
 } hc_weight;
 
-typedef struct hc_hparams {
-    int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot, n_ctx_train;
-    float norm_eps;
-    float rope_freq_base, rope_freq_scale;
-    int rope_mode;            /* hc_rope_mode */
-    int ffn_act;              /* hc_glu_act */
-    float ffn_gate_shift;     /* h = act(gate - shift) * up */
-    int block_input_relu;     /* attention/FFN inputs are relu(norm(x) - shift) */
-    float block_input_relu_shift;
-    int is_pwri;              /* PowerInfer file: ffn_down_t and predictors */
-    int has_predictor;        /* every layer has fc1/fc2 */
-    int sparse;               /* hc_sparse_mode in effect (never AUTO) */
-    float sparse_threshold;   /* predicted active iff logit >= this */
-    int max_pred_rank;        /* largest H_i */
-} hc_hparams;
-
 /* The FFN's down projection is held one of two ways: `ffn_down` as in
  * llama GGUF ([n_embd rows][n_ff cols], used by a dense matmul) or
  * `ffn_down_t` transposed ([n_ff rows][n_embd cols]: row r is what neuron r
@@ -51,9 +40,15 @@ typedef struct hc_hparams {
  * plain GGUF the oracle mode keeps the dense down matmul: every activation
  * it did not compute is exactly zero there. */
 typedef struct hc_layer {
-    hc_weight attn_norm, wq, wk, wv, wo;
-    hc_weight ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_down_t;
-    hc_weight fc1, fc2;       /* predictor: [n_embd -> H] and [H -> n_ff] */
+    /* By name, or by hc_layer_tensor (the architecture's table). */
+    union {
+        struct {
+            hc_weight attn_norm, wq, wk, wv, wo;
+            hc_weight ffn_norm, ffn_gate, ffn_up, ffn_down, ffn_down_t;
+            hc_weight fc1, fc2; /* predictor: [n_embd -> H] and [H -> n_ff] */
+        };
+        hc_weight w[HC_T_LAYER_COUNT];
+    };
     int pred_rank;            /* H of this layer (0: none) */
 
     /* Placement (see core/runtime/placement.h).  The GPU holds the layer's hot
@@ -74,10 +69,16 @@ struct hc_model {
     hc_gguf *gguf;
     hc_tokenizer *tok;
     char path[1024];
-    char arch[32];
+    const hc_arch *arch;
+    char arch_name[32];       /* general.architecture */
     char name[128];
     hc_hparams hp;
-    hc_weight tok_embd, output_norm, output;
+    union {                   /* by name, or by hc_model_tensor */
+        struct {
+            hc_weight tok_embd, output_norm, output;
+        };
+        hc_weight top[HC_M_COUNT];
+    };
     hc_layer *layers;
     /* The CPU device always (it also runs the ops a GPU plugin lacks); the
      * GPU device when one was asked for (--device). */
@@ -95,11 +96,27 @@ struct hc_model {
     uint32_t main_type;       /* type of the attention/FFN matrices */
 };
 
+_Static_assert(offsetof(struct hc_model, output) - offsetof(struct hc_model, tok_embd) ==
+                   HC_M_OUTPUT * sizeof(hc_weight),
+               "hc_model's weights are in hc_model_tensor order");
+_Static_assert(offsetof(hc_layer, fc2) == HC_T_FC2 * sizeof(hc_weight) &&
+                   offsetof(hc_layer, ffn_down_t) == HC_T_FFN_DOWN_T * sizeof(hc_weight),
+               "hc_layer's weights are in hc_layer_tensor order");
+
 /* A weight is present when it was bound. */
 static inline int hc_weight_present(const hc_weight *w)
 {
     return w->name != NULL;
 }
+
+/* fn on every weight the architecture's tables name (the model's, then each
+ * layer's that are present), in table order; stops at the first -1. */
+int hc_model_for_each_weight(hc_model *m, int (*fn)(hc_model *, hc_weight *));
+
+/* Bytes of layer l's present tensors of one block, its vectors (norms)
+ * counted or not.  Only one of ffn_down and ffn_down_t is bound: the down
+ * projection counts once, whichever way the file stores it. */
+uint64_t hc_layer_block_bytes(const hc_model *m, const hc_layer *l, hc_block block, int vectors);
 
 /* Keep a CPU buffer with the model (freed with it); on failure frees b.
  * 0 or -1. */

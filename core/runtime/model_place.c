@@ -19,6 +19,8 @@
  * weights do not fit, the GPU is closed and the model runs on the CPU
  * alone (has_gpu 0: contexts allocate nothing there).
  */
+#include "runtime/model.h"
+
 #include <inttypes.h>
 #include <libgen.h>
 #include <math.h>
@@ -27,19 +29,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "exec/context.h"
-#include "runtime/model.h"
+#include "exec/acts.h"
 #include "runtime/placement_stats.h"
 #include "util/log.h"
 
 #define MiB (1024.0 * 1024.0)
 #define BUDGET_MARGIN (256u << 20) /* PowerInfer's default: free VRAM - 256 MiB */
-
-static uint64_t neuron_bytes(const hc_layer *l, int64_t n_ff)
-{
-    const hc_weight *down = hc_weight_present(&l->ffn_down_t) ? &l->ffn_down_t : &l->ffn_down;
-    return (l->ffn_gate.bytes + l->ffn_up.bytes + down->bytes) / (uint64_t)n_ff;
-}
 
 /* The solver's view of the model: sizes in real bytes, and frequencies. */
 static int build_input(hc_model *m, const hc_model_params *p, hc_place_in *in,
@@ -78,12 +73,13 @@ static int build_input(hc_model *m, const hc_model_params *p, hc_place_in *in,
     for (int il = 0; il < hp->n_layer; il++) {
         const hc_layer *l = &m->layers[il];
         hc_place_layer_in *li = &(*layers)[il];
-        li->attn_bytes = l->attn_norm.bytes + l->wq.bytes + l->wk.bytes + l->wv.bytes +
-                         l->wo.bytes + kv;
-        li->pred_bytes = predicting ? l->fc1.bytes + l->fc2.bytes : 0;
-        li->ffn_norm_bytes = l->ffn_norm.bytes;
+        li->attn_bytes = hc_layer_block_bytes(m, l, HC_BLOCK_ATTN, 1) + kv;
+        li->pred_bytes = predicting ? hc_layer_block_bytes(m, l, HC_BLOCK_PRED, 1) : 0;
+        const uint64_t ffn = hc_layer_block_bytes(m, l, HC_BLOCK_FFN, 1);
+        const uint64_t ffn_matrices = hc_layer_block_bytes(m, l, HC_BLOCK_FFN, 0);
+        li->ffn_norm_bytes = ffn - ffn_matrices;
         li->kv_bytes = 0; /* counted with the attention */
-        li->neuron_bytes = neuron_bytes(l, hp->n_ff);
+        li->neuron_bytes = ffn_matrices / (uint64_t)hp->n_ff;
         li->freq = *freq ? *freq + (size_t)il * (size_t)hp->n_ff : NULL;
     }
     memset(in, 0, sizeof *in);
@@ -137,6 +133,20 @@ static int put_rows(hc_model *m, const hc_weight *w, const int32_t *ids, int64_t
     return rc ? -1 : 0;
 }
 
+/* Layer l's present tensors onto the GPU, in table order: its vectors (the
+ * norms of every block), or the matrices of one block. */
+static int put_tensors(hc_model *m, hc_layer *l, int vectors, hc_block block)
+{
+    for (int i = 0; i < m->arch->n_layer_tensors; i++) {
+        const hc_tensor_spec *t = &m->arch->layer_tensors[i];
+        const int is_vector = t->rows == HC_DIM_ONE;
+        if ((vectors ? is_vector : t->block == block && !is_vector) &&
+            hc_weight_present(&l->w[t->id]) && put_weight(m, &l->w[t->id]))
+            return -1;
+    }
+    return 0;
+}
+
 static int cpu_list(hc_model *m, const int32_t *ids, int64_t n, hc_ref *out)
 {
     hc_buffer *b;
@@ -177,13 +187,11 @@ static int place_layer(hc_model *m, int il, const hc_place_layer *pl)
             cold[l->n_cold++] = (int32_t)r;
     if (cpu_list(m, cold, l->n_cold, &l->cold_idx) || hc_dev_sync(&m->cpu))
         goto out;
-    if (put_weight(m, &l->attn_norm) || put_weight(m, &l->ffn_norm))
-        goto out;
-    if (l->attn_gpu &&
-        (put_weight(m, &l->wq) || put_weight(m, &l->wk) || put_weight(m, &l->wv) ||
-         put_weight(m, &l->wo)))
-        goto out;
-    if (l->pred_gpu && (put_weight(m, &l->fc1) || put_weight(m, &l->fc2)))
+    /* Norms everywhere; the attention's and the predictor's matrices where
+     * the plan puts them; the FFN's hot rows below. */
+    if (put_tensors(m, l, 1, HC_BLOCK_MODEL) ||
+        (l->attn_gpu && put_tensors(m, l, 0, HC_BLOCK_ATTN)) ||
+        (l->pred_gpu && put_tensors(m, l, 0, HC_BLOCK_PRED)))
         goto out;
     if (l->n_hot == ff) {
         hc_weight *down = transposed ? &l->ffn_down_t : &l->ffn_down;
@@ -262,16 +270,12 @@ void hc_model_free_gpu(hc_model *m)
     m->gbufs = NULL;
     m->n_gbufs = 0;
     m->gpu_weight_bytes = 0;
-    clear_gref(&m->output_norm);
-    clear_gref(&m->output);
-    clear_gref(&m->tok_embd);
+    for (int i = 0; i < HC_M_COUNT; i++)
+        clear_gref(&m->top[i]);
     for (int il = 0; m->layers && il < m->hp.n_layer; il++) {
         hc_layer *l = &m->layers[il];
-        hc_weight *w[12] = {&l->attn_norm, &l->wq,       &l->wk,     &l->wv,
-                            &l->wo,        &l->ffn_norm, &l->ffn_gate, &l->ffn_up,
-                            &l->ffn_down,  &l->ffn_down_t, &l->fc1,  &l->fc2};
-        for (int i = 0; i < 12; i++)
-            clear_gref(w[i]);
+        for (int i = 0; i < HC_T_LAYER_COUNT; i++)
+            clear_gref(&l->w[i]);
         free(l->gpu_row);
         l->gpu_row = NULL;
         l->hot = NULL;

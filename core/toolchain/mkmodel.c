@@ -79,6 +79,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "arch/llama.h"
 #include "format/act_counts.h"
 #include "format/gguf.h"
 #include "format/output_file.h"
@@ -273,13 +274,31 @@ int hc_mkmodel_check(const hc_mkmodel_params *p)
 typedef struct plan_tensor {
     char name[64];
     int kind;
+    int id;         /* in llama's table: hc_model_tensor or hc_layer_tensor */
     uint32_t layer;
     uint32_t n_dims;
     uint64_t ne[2]; /* ne[0] = row length, ne[1] = rows (1 for vectors) */
     uint32_t type;
 } plan_tensor;
 
-enum { PER_LAYER = 11 }; /* tensors per layer */
+/* The kind (RNG tag) of each tensor of llama's tables.  ffn_down has none:
+ * the file holds its transpose, ffn_down_t. */
+static const int model_kind[HC_M_COUNT] = {
+    [HC_M_TOK_EMBD] = K_TOK_EMBD, [HC_M_OUTPUT_NORM] = K_OUTPUT_NORM, [HC_M_OUTPUT] = K_OUTPUT};
+static const int layer_kind[HC_T_LAYER_COUNT] = {
+    [HC_T_ATTN_NORM] = K_ATTN_NORM, [HC_T_WQ] = K_WQ,           [HC_T_WK] = K_WK,
+    [HC_T_WV] = K_WV,               [HC_T_WO] = K_WO,           [HC_T_FFN_NORM] = K_FFN_NORM,
+    [HC_T_FFN_GATE] = K_GATE,       [HC_T_FFN_UP] = K_UP,       [HC_T_FFN_DOWN_T] = K_DOWN_T,
+    [HC_T_FC1] = K_FC1,             [HC_T_FC2] = K_FC2};
+
+/* Tensors the file has per layer. */
+static size_t per_layer(void)
+{
+    size_t n = 0;
+    for (int i = 0; i < hc_arch_llama.n_layer_tensors; i++)
+        n += layer_kind[hc_arch_llama.layer_tensors[i].id] != 0;
+    return n;
+}
 
 /* 2-D weights in the requested type, F16 where a row does not split into
  * blocks of 32 (as hotcold quantize does). */
@@ -290,54 +309,43 @@ static uint32_t matrix_type(hc_type t, uint64_t ne0)
     return (uint32_t)t;
 }
 
-static void plan_set(plan_tensor *t, const char *name, int kind, uint32_t layer, uint64_t ne0,
-                     uint64_t ne1, uint32_t type)
+/* Entry t of a table as a plan tensor of layer il (il < 0: the model's). */
+static void plan_set(plan_tensor *p, const hc_tensor_spec *t, int kind, int il,
+                     const hc_hparams *hp, int64_t rank, hc_type ty)
 {
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->kind = kind;
-    t->layer = layer;
-    t->n_dims = ne1 ? 2 : 1;
-    t->ne[0] = ne0;
-    t->ne[1] = ne1 ? ne1 : 1;
-    t->type = type;
+    hc_tensor_name(p->name, sizeof p->name, t, il);
+    p->kind = kind;
+    p->id = t->id;
+    p->layer = il < 0 ? GLOBAL_LAYER : (uint32_t)il;
+    p->ne[0] = (uint64_t)hc_dim_size(hp, t->cols, rank);
+    p->n_dims = t->rows == HC_DIM_ONE ? 1 : 2;
+    p->ne[1] = (uint64_t)hc_dim_size(hp, t->rows, rank);
+    p->type = t->rows == HC_DIM_ONE ? HC_TYPE_F32 : matrix_type(ty, p->ne[0]);
 }
 
-/* Declaration (= writing) order: token_embd, output_norm, output, then per
- * layer attention, ffn_norm, gate, up, down_t, fc1, fc2. */
+/* Declaration (= writing) order: llama's tables, the model's tensors
+ * (token_embd, output_norm, output), then per layer attention, ffn_norm,
+ * gate, up, down_t, fc1, fc2. */
 static plan_tensor *make_plan(const hc_mkmodel_params *p, size_t *count)
 {
-    const uint64_t n = (uint64_t)p->n_embd, ff = (uint64_t)p->n_ff, H = (uint64_t)rank_of(p);
-    const uint64_t kv = (uint64_t)p->n_head_kv * (n / (uint64_t)p->n_head);
-    size_t total = 3 + (size_t)p->n_layer * PER_LAYER;
+    const hc_arch *a = &hc_arch_llama;
+    const hc_hparams hp = {.n_vocab = p->n_vocab, .n_embd = p->n_embd, .n_ff = p->n_ff,
+                           .n_head_kv = p->n_head_kv, .head_dim = p->n_embd / p->n_head};
+    size_t total = (size_t)a->n_model_tensors + (size_t)p->n_layer * per_layer(), n = 0;
     plan_tensor *t = calloc(total, sizeof *t);
     if (!t) {
         hc_set_error("mkmodel: out of memory");
         return NULL;
     }
-    const hc_type ty = p->type;
-    plan_set(&t[0], "token_embd.weight", K_TOK_EMBD, GLOBAL_LAYER, n, (uint64_t)p->n_vocab,
-             matrix_type(ty, n));
-    plan_set(&t[1], "output_norm.weight", K_OUTPUT_NORM, GLOBAL_LAYER, n, 0, HC_TYPE_F32);
-    plan_set(&t[2], "output.weight", K_OUTPUT, GLOBAL_LAYER, n, (uint64_t)p->n_vocab,
-             matrix_type(ty, n));
-    for (int il = 0; il < p->n_layer; il++) {
-        plan_tensor *l = &t[3 + (size_t)il * PER_LAYER];
-        const uint32_t L = (uint32_t)il;
-        char nm[64];
-#define NAME(s) (snprintf(nm, sizeof nm, "blk.%d." s, il), nm)
-        plan_set(&l[0], NAME("attn_norm.weight"), K_ATTN_NORM, L, n, 0, HC_TYPE_F32);
-        plan_set(&l[1], NAME("attn_q.weight"), K_WQ, L, n, n, matrix_type(ty, n));
-        plan_set(&l[2], NAME("attn_k.weight"), K_WK, L, n, kv, matrix_type(ty, n));
-        plan_set(&l[3], NAME("attn_v.weight"), K_WV, L, n, kv, matrix_type(ty, n));
-        plan_set(&l[4], NAME("attn_output.weight"), K_WO, L, n, n, matrix_type(ty, n));
-        plan_set(&l[5], NAME("ffn_norm.weight"), K_FFN_NORM, L, n, 0, HC_TYPE_F32);
-        plan_set(&l[6], NAME("ffn_gate.weight"), K_GATE, L, n, ff, matrix_type(ty, n));
-        plan_set(&l[7], NAME("ffn_up.weight"), K_UP, L, n, ff, matrix_type(ty, n));
-        plan_set(&l[8], NAME("ffn_down_t.weight"), K_DOWN_T, L, n, ff, matrix_type(ty, n));
-        plan_set(&l[9], NAME("fc1.weight"), K_FC1, L, n, H, matrix_type(ty, n));
-        plan_set(&l[10], NAME("fc2.weight"), K_FC2, L, H, ff, matrix_type(ty, H));
-#undef NAME
-    }
+    for (int i = 0; i < a->n_model_tensors; i++)
+        plan_set(&t[n++], &a->model_tensors[i], model_kind[a->model_tensors[i].id], -1, &hp, 0,
+                 p->type);
+    for (int il = 0; il < p->n_layer; il++)
+        for (int i = 0; i < a->n_layer_tensors; i++) {
+            const hc_tensor_spec *s = &a->layer_tensors[i];
+            if (layer_kind[s->id])
+                plan_set(&t[n++], s, layer_kind[s->id], il, &hp, rank_of(p), p->type);
+        }
     *count = total;
     return t;
 }
@@ -783,16 +791,35 @@ static double mean_sq(const float *x, int64_t n)
     return n ? s / (double)n : 0;
 }
 
-static int write_layer(mk *s, const plan_tensor *t, uint32_t il)
+/* The model's tensor `id` in the plan. */
+static const plan_tensor *model_plan(const plan_tensor *plan, int id)
 {
+    for (int i = 0; i < hc_arch_llama.n_model_tensors; i++)
+        if (plan[i].id == id)
+            return &plan[i];
+    return NULL;
+}
+
+/* Layer il's tensors in the plan, by hc_layer_tensor. */
+static void layer_plan(const plan_tensor *plan, uint32_t il, const plan_tensor *t[])
+{
+    const plan_tensor *first = plan + hc_arch_llama.n_model_tensors + (size_t)il * per_layer();
+    for (size_t i = 0; i < per_layer(); i++)
+        t[first[i].id] = &first[i];
+}
+
+static int write_layer(mk *s, const plan_tensor *plan, uint32_t il)
+{
+    const plan_tensor *t[HC_T_LAYER_COUNT] = {0};
+    layer_plan(plan, il, t);
     const int64_t n = s->n, T = CALIB_T, ff = s->ff;
     /* Attention. */
     gen_norm(s, il, K_ATTN_NORM, s->w_attn);
-    if (write_vector(s, &t[0], s->w_attn))
+    if (write_vector(s, t[HC_T_ATTN_NORM], s->w_attn))
         return -1;
     hc_ref_rmsnorm(s->x, s->w_attn, s->xn, T, n, NORM_EPS);
-    if (write_matrix(s, &t[1], s->xn, s->q) || write_matrix(s, &t[2], s->xn, s->kk) ||
-        write_matrix(s, &t[3], s->xn, s->vv))
+    if (write_matrix(s, t[HC_T_WQ], s->xn, s->q) || write_matrix(s, t[HC_T_WK], s->xn, s->kk) ||
+        write_matrix(s, t[HC_T_WV], s->xn, s->vv))
         return -1;
     hc_ref_rope(s->q, T, s->p->n_head, s->hd, s->hd, s->pos, ROPE_BASE, 1.0f, HC_ROPE_NORM);
     hc_ref_rope(s->kk, T, s->p->n_head_kv, s->hd, s->hd, s->pos, ROPE_BASE, 1.0f,
@@ -802,7 +829,7 @@ static int write_layer(mk *s, const plan_tensor *t, uint32_t il)
     /* o_i = sum_j wo_ij att_j has variance s_o^2 |att|^2 per element. */
     double att2 = mean_sq(s->att, T * n) * (double)n;
     s->s_o = att2 > 0 ? (float)(SIGMA_ATTN / sqrt(att2)) : 0.0f;
-    if (write_matrix(s, &t[4], s->att, s->o))
+    if (write_matrix(s, t[HC_T_WO], s->att, s->o))
         return -1;
     add_into(s->x, s->o, T * n);
 
@@ -814,12 +841,13 @@ static int write_layer(mk *s, const plan_tensor *t, uint32_t il)
     rest2 /= (double)T;
     gen_norm(s, il, K_FFN_NORM, s->w_ffn);
     s->w_ffn[0] = (float)(sqrt((double)BIAS_C * BIAS_C + rest2) / BIAS_C);
-    if (write_vector(s, &t[5], s->w_ffn))
+    if (write_vector(s, t[HC_T_FFN_NORM], s->w_ffn))
         return -1;
     hc_ref_rmsnorm(s->x, s->w_ffn, s->xn, T, n, NORM_EPS);
     if (layer_profile(s, il) || design_gate(s, il))
         return -1;
-    if (write_matrix(s, &t[6], s->xn, s->z) || write_matrix(s, &t[7], s->xn, s->u))
+    if (write_matrix(s, t[HC_T_FFN_GATE], s->xn, s->z) ||
+        write_matrix(s, t[HC_T_FFN_UP], s->xn, s->u))
         return -1;
     int64_t fired = 0;
     double h2 = 0;
@@ -836,10 +864,12 @@ static int write_layer(mk *s, const plan_tensor *t, uint32_t il)
     h2 /= (double)T;
     s->s_d = h2 > 0 ? (float)(SIGMA_FFN / sqrt(h2)) : 0.0f;
     memset(s->o, 0, (size_t)(T * n) * sizeof *s->o);
-    if (write_matrix(s, &t[8], NULL, NULL))
+    if (write_matrix(s, t[HC_T_FFN_DOWN_T], NULL, NULL))
         return -1;
     add_into(s->x, s->o, T * n);
-    return write_matrix(s, &t[9], NULL, NULL) || write_matrix(s, &t[10], NULL, NULL) ? -1 : 0;
+    return write_matrix(s, t[HC_T_FC1], NULL, NULL) || write_matrix(s, t[HC_T_FC2], NULL, NULL)
+               ? -1
+               : 0;
 }
 
 /* The designed statistics of every layer, as a profile of NOMINAL_TOKENS
@@ -1218,13 +1248,14 @@ int hc_mkmodel_write(const char *path, const hc_mkmodel_params *p,
         goto out;
     }
     gen_norm(&s, GLOBAL_LAYER, K_OUTPUT_NORM, ones);
-    int bad = write_matrix(&s, &plan[0], NULL, NULL) || write_vector(&s, &plan[1], ones) ||
-              write_matrix(&s, &plan[2], NULL, NULL);
+    int bad = write_matrix(&s, model_plan(plan, HC_M_TOK_EMBD), NULL, NULL) ||
+              write_vector(&s, model_plan(plan, HC_M_OUTPUT_NORM), ones) ||
+              write_matrix(&s, model_plan(plan, HC_M_OUTPUT), NULL, NULL);
     free(ones);
     if (bad)
         goto out;
     for (int il = 0; il < p->n_layer; il++)
-        if (write_layer(&s, &plan[3 + (size_t)il * PER_LAYER], (uint32_t)il))
+        if (write_layer(&s, plan, (uint32_t)il))
             goto out;
     if (hc_gguf_writer_finish(s.w, s.err, sizeof s.err))
         goto out;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch/registry.h"
 #include "format/act_counts.h"
 #include "format/gguf.h"
 #include "ref/ref.h"
@@ -26,6 +27,10 @@ typedef struct pack_ctx {
     const hc_pack_params *prm;
     hc_gguf *model, *pred, *prof;
     char arch[64];
+    const hc_arch *a;
+    /* The architecture's up and down projections (as GGUF and transposed)
+     * and predictor matrices. */
+    const hc_tensor_spec *up, *down, *down_t, *fc1, *fc2;
     int n_layer, n_embd, n_ff;
     uint32_t down_out_type;
     hc_pack_report rep;
@@ -44,10 +49,23 @@ static int layer_of(const char *name, const char **rest)
     return (int)i;
 }
 
-static const hc_gguf_tensor *layer_tensor(const hc_gguf *g, int il, const char *suffix)
+static const hc_gguf_tensor *layer_tensor(const hc_gguf *g, int il, const hc_tensor_spec *t)
 {
     char name[96];
-    snprintf(name, sizeof name, "blk.%d.%s", il, suffix);
+    hc_tensor_name(name, sizeof name, t, il);
+    return hc_gguf_find_tensor(g, name);
+}
+
+/* Is `rest` (a layer tensor's name after "blk.<i>.") tensor t's? */
+static int is_tensor(const char *rest, const hc_tensor_spec *t)
+{
+    return !strcmp(rest, t->name);
+}
+
+static const hc_gguf_tensor *profile_counts(const hc_gguf *g, int il)
+{
+    char name[96];
+    snprintf(name, sizeof name, "blk.%d.ffn_act_count", il);
     return hc_gguf_find_tensor(g, name);
 }
 
@@ -62,9 +80,18 @@ static int check_model(pack_ctx *c)
         hc_set_error("%s: general.architecture is missing", path);
         return -1;
     }
-    if (strcmp(c->arch, "llama") && strcmp(c->arch, "bamboo")) {
-        hc_set_error("%s: architecture '%s' cannot be packed (supported: llama, bamboo)", path,
-                     c->arch);
+    c->a = hc_arch_find(c->arch);
+    if (c->a) {
+        c->up = hc_arch_layer_tensor(c->a, HC_T_FFN_UP);
+        c->down = hc_arch_layer_tensor(c->a, HC_T_FFN_DOWN);
+        c->down_t = hc_arch_layer_tensor(c->a, HC_T_FFN_DOWN_T);
+        c->fc1 = hc_arch_layer_tensor(c->a, HC_T_FC1);
+        c->fc2 = hc_arch_layer_tensor(c->a, HC_T_FC2);
+    }
+    if (!c->a || !c->up || !c->down || !c->down_t || !c->fc1 || !c->fc2) {
+        char names[128];
+        hc_set_error("%s: architecture '%s' cannot be packed (supported: %s)", path, c->arch,
+                     hc_arch_names(names, sizeof names));
         return -1;
     }
     snprintf(key, sizeof key, "%s.block_count", c->arch);
@@ -72,19 +99,17 @@ static int check_model(pack_ctx *c)
         hc_set_error("%s: %s is missing or invalid", path, key);
         return -1;
     }
-    /* Same defaults as the loader: bamboo is dReLU, a PWRI llama ReGLU, a
-     * plain llama SwiGLU unless <arch>.ffn_act says otherwise. */
-    if (!strcmp(c->arch, "bamboo"))
-        snprintf(act, sizeof act, "relu_both");
-    else if (hc_gguf_is_pwri(c->model))
-        snprintf(act, sizeof act, "relu");
+    /* The loader's defaults (bamboo is dReLU, a PWRI llama ReGLU, a plain
+     * llama SwiGLU) unless <arch>.ffn_act says otherwise. */
+    snprintf(act, sizeof act, "%s",
+             hc_gguf_is_pwri(c->model) ? c->a->default_act_pwri : c->a->default_act);
     snprintf(key, sizeof key, "%s.ffn_act", c->arch);
     if (hc_gguf_find_key(c->model, key) >= 0 &&
         hc_gguf_get_strbuf(c->model, key, act, sizeof act)) {
         hc_set_error("%s: %s is not a string", path, key);
         return -1;
     }
-    if (!strcmp(act, "silu") || !strcmp(act, "swiglu")) {
+    if (hc_ffn_act_parse(act) == HC_GLU_SILU) {
         hc_set_error("%s: the FFN is SwiGLU (%s is '%s' or absent): its neurons are never "
                      "exactly zero, so PowerInfer-style sparsity does not apply; pack a "
                      "ReLU-family model",
@@ -93,9 +118,9 @@ static int check_model(pack_ctx *c)
     }
     c->n_layer = (int)n_layer;
     for (int il = 0; il < c->n_layer; il++) {
-        const hc_gguf_tensor *up = layer_tensor(c->model, il, "ffn_up.weight");
-        const hc_gguf_tensor *dn = layer_tensor(c->model, il, "ffn_down.weight");
-        const hc_gguf_tensor *dt = layer_tensor(c->model, il, "ffn_down_t.weight");
+        const hc_gguf_tensor *up = layer_tensor(c->model, il, c->up);
+        const hc_gguf_tensor *dn = layer_tensor(c->model, il, c->down);
+        const hc_gguf_tensor *dt = layer_tensor(c->model, il, c->down_t);
         if (!up || up->n_dims != 2 || (!dn && !dt) || (dn && dt)) {
             hc_set_error("%s: layer %d needs blk.%d.ffn_up.weight (2-D) and exactly one of "
                          "ffn_down / ffn_down_t",
@@ -177,10 +202,10 @@ static int check_predictor(pack_ctx *c)
     if (check_side_arch(c->pred, path, HC_PREDICTOR_ARCH, HC_PRED_KEY_BLOCKS, c->n_layer))
         return -1;
     for (int il = 0; il < c->n_layer; il++) {
-        const hc_gguf_tensor *f1 = layer_tensor(c->pred, il, "fc1.weight");
-        const hc_gguf_tensor *f2 = layer_tensor(c->pred, il, "fc2.weight");
+        const hc_gguf_tensor *f1 = layer_tensor(c->pred, il, c->fc1);
+        const hc_gguf_tensor *f2 = layer_tensor(c->pred, il, c->fc2);
         if (!f1 || !f2) {
-            hc_set_error("%s: blk.%d.%s.weight is missing", path, il, !f1 ? "fc1" : "fc2");
+            hc_set_error("%s: blk.%d.%s is missing", path, il, (!f1 ? c->fc1 : c->fc2)->name);
             return -1;
         }
         if (f1->type != HC_TYPE_F32 || f2->type != HC_TYPE_F32) {
@@ -211,7 +236,7 @@ static int check_profile(pack_ctx *c)
         return -1;
     }
     for (int il = 0; il < c->n_layer; il++) {
-        const hc_gguf_tensor *t = layer_tensor(c->prof, il, "ffn_act_count");
+        const hc_gguf_tensor *t = profile_counts(c->prof, il);
         if (!t || t->type != HC_GGML_TYPE_I32 || t->n_dims != 1 ||
             t->ne[0] != (uint64_t)c->n_ff) {
             hc_set_error("%s: blk.%d.ffn_act_count must be I32 [%d] (the model's n_ff)%s", path,
@@ -246,19 +271,19 @@ static int declare_keys(pack_ctx *c, hc_gguf_writer *w)
     /* The profile's counts (checked: I32 [n_ff]), as metadata: they
      * replace any the input carried. */
     for (int il = 0; il < c->n_layer; il++) {
-        const hc_gguf_tensor *t = layer_tensor(c->prof, il, "ffn_act_count");
+        const hc_gguf_tensor *t = profile_counts(c->prof, il);
         if (hc_act_counts_put(w, il, t->data, t->ne[0]))
             return -1;
     }
     return 0;
 }
 
-static int is_replaced(const char *name)
+static int is_replaced(const pack_ctx *c, const char *name)
 {
     const char *rest;
     if (layer_of(name, &rest) < 0)
         return 0;
-    if (!strcmp(rest, "fc1.weight") || !strcmp(rest, "fc2.weight"))
+    if (is_tensor(rest, c->fc1) || is_tensor(rest, c->fc2))
         return 1; /* a PWRI input's old predictors */
     return hc_act_counts_is_tensor(name); /* counts go into metadata */
 }
@@ -283,31 +308,31 @@ static int plan_tensors(pack_ctx *c, out_tensor **plan, int *n_out)
     }
     for (uint64_t i = 0; i < c->model->n_tensors; i++) {
         const hc_gguf_tensor *t = &c->model->tensors[i];
-        const char *rest;
+        const char *rest = "";
         int il = layer_of(t->name, &rest);
-        if (is_replaced(t->name))
+        if (is_replaced(c, t->name))
             continue;
         int is_down = il >= 0 && il < c->n_layer &&
-                      (!strcmp(rest, "ffn_down.weight") || !strcmp(rest, "ffn_down_t.weight"));
+                      (is_tensor(rest, c->down) || is_tensor(rest, c->down_t));
         if ((size_t)n + 1 + (is_down ? 2u : 0u) > cap) {
             free(p);
             hc_set_error("pack: internal error planning tensors");
             return -1;
         }
         p[n].src = t;
-        p[n].transpose = is_down && !strcmp(rest, "ffn_down.weight");
+        p[n].transpose = is_down && is_tensor(rest, c->down);
         if (p[n].transpose)
-            snprintf(p[n].name, sizeof p[n].name, "blk.%d.ffn_down_t.weight", il);
+            hc_tensor_name(p[n].name, sizeof p[n].name, c->down_t, il);
         else
             snprintf(p[n].name, sizeof p[n].name, "%s", t->name);
         n++;
         if (!is_down)
             continue;
         /* The layer's predictor follows its down projection. */
-        const char *extra[2] = {"fc1.weight", "fc2.weight"};
+        const hc_tensor_spec *extra[2] = {c->fc1, c->fc2};
         for (int k = 0; k < 2; k++) {
             p[n].src = layer_tensor(c->pred, il, extra[k]);
-            snprintf(p[n].name, sizeof p[n].name, "blk.%d.%s", il, extra[k]);
+            hc_tensor_name(p[n].name, sizeof p[n].name, extra[k], il);
             n++;
         }
     }
