@@ -1,6 +1,6 @@
 /*
  * Plugin conformance: every op of hc_plugin_ops that a plugin provides, on
- * every device of every backend the loader finds, against the reference
+ * every device of every plugin the loader finds, against the reference
  * kernels of core/ref.
  *
  * Each case allocates device buffers with a guard region before and after
@@ -135,7 +135,7 @@ static int worst_slot(hc_type t)
 #define CONF_MAX_DEVS 32
 
 typedef struct conf_dev {
-    const hc_backend *be;
+    const hc_plugin *plugin;
     const hc_plugin_ops *ops;
     hc_device *dev;
     hc_stream *st;
@@ -169,7 +169,7 @@ static void conf_fail(const conf_dev *d, const char *fmt, ...)
 
 static const char *plugin_error(const conf_dev *d)
 {
-    const char *e = d->ops->last_error(d->be->ctx);
+    const char *e = d->ops->last_error(d->plugin->ctx);
     return e ? e : "(null)";
 }
 
@@ -1796,7 +1796,7 @@ START_TEST(test_determinism)
         goto out;
     for (int run = 0; run < n_runs; run++) {
         if (HC_OPS_HAS(d->ops, set_threads))
-            CONF_CALL(d, d->ops->set_threads(d->be->ctx, threads[run]));
+            CONF_CALL(d, d->ops->set_threads(d->plugin->ctx, threads[run]));
         memset(now, 0, n_out * 4);
         if (dbuf_put(&ya, 0, now, (uint64_t)(n * cols) * 4) != 0 ||
             dbuf_put(&y61, 0, now, (uint64_t)rows * 4) != 0)
@@ -1826,7 +1826,7 @@ START_TEST(test_determinism)
            n_runs, n_runs == 4 ? " (1, 2, 3, 2 threads)" : "");
 out:
     if (HC_OPS_HAS(d->ops, set_threads))
-        d->ops->set_threads(d->be->ctx, HC_TEST_THREADS);
+        d->ops->set_threads(d->plugin->ctx, HC_TEST_THREADS);
     dbuf_free(&w);
     dbuf_free(&w6);
     dbuf_free(&x);
@@ -1856,7 +1856,7 @@ START_TEST(test_devices_found)
         printf("conf candidate %s: state %d probe %d %s\n", g_reg.candidates[i].path,
                g_reg.candidates[i].state, g_reg.candidates[i].probe, g_reg.candidates[i].reason);
     ck_assert_msg(g_setup_error[0] == 0, "%s", g_setup_error);
-    ck_assert_msg(g_n_dev > 0, "no backend or device found (HOTCOLD_PLUGIN_PATH=%s, "
+    ck_assert_msg(g_n_dev > 0, "no plugin or device found (HOTCOLD_PLUGIN_PATH=%s, "
                                "HOTCOLD_PLUGINS=%s): the CPU plugin must always be there",
                   getenv("HOTCOLD_PLUGIN_PATH") ? getenv("HOTCOLD_PLUGIN_PATH") : "(unset)",
                   sel ? sel : "(unset)");
@@ -1887,27 +1887,27 @@ static void open_devices(void)
         snprintf(g_setup_error, sizeof g_setup_error, "hc_registry_load failed");
         return;
     }
-    for (int b = 0; b < g_reg.n_backends; b++) {
-        hc_backend *be = &g_reg.backends[b];
-        const hc_plugin_ops *ops = be->ops;
-        int count = ops->device_count(be->ctx);
+    for (int b = 0; b < g_reg.n_plugins; b++) {
+        hc_plugin *pl = &g_reg.plugins[b];
+        const hc_plugin_ops *ops = pl->ops;
+        int count = ops->device_count(pl->ctx);
         for (int i = 0; i < count && g_n_dev < CONF_MAX_DEVS; i++) {
             conf_dev *d = &g_dev[g_n_dev];
             memset(d, 0, sizeof *d);
-            d->be = be;
+            d->plugin = pl;
             d->ops = ops;
-            d->is_cpu = strcmp(be->family, "cpu") == 0;
-            snprintf(d->name, sizeof d->name, "%s%s%s:%d", be->family, be->variant[0] ? "-" : "",
-                     be->variant, i);
+            d->is_cpu = strcmp(pl->family, "cpu") == 0;
+            snprintf(d->name, sizeof d->name, "%s%s%s:%d", pl->family, pl->variant[0] ? "-" : "",
+                     pl->variant, i);
             d->info.size = sizeof d->info;
-            hc_status s = ops->device_info(be->ctx, i, &d->info);
+            hc_status s = ops->device_info(pl->ctx, i, &d->info);
             if (s == HC_OK)
-                s = ops->device_open(be->ctx, i, &d->dev);
+                s = ops->device_open(pl->ctx, i, &d->dev);
             if (s == HC_OK)
                 s = ops->stream_create(d->dev, &d->st);
             if (s != HC_OK) {
                 snprintf(g_setup_error, sizeof g_setup_error, "%s: device setup failed: %d (%s)",
-                         d->name, (int)s, ops->last_error(be->ctx));
+                         d->name, (int)s, ops->last_error(pl->ctx));
                 if (d->dev)
                     ops->device_close(d->dev);
                 continue;
@@ -1945,7 +1945,7 @@ static int nothing_to_test(void)
         if (g_reg.candidates[i].state == HC_CAND_REJECTED)
             return 0;
     hc_test_skip("HOTCOLD_PLUGINS=%s finds no device here (%d plugin(s) loaded)", sel,
-                 g_reg.n_backends);
+                 g_reg.n_plugins);
     return 1;
 }
 

@@ -26,7 +26,8 @@ static int check(hc_dev *d, hc_status st, const char *what)
     if (st == HC_OK)
         return 0;
     d->last_status = st;
-    const char *detail = d->be && d->be->ctx ? d->be->ops->last_error(d->be->ctx) : "";
+    const char *detail =
+        d->plugin && d->plugin->ctx ? d->plugin->ops->last_error(d->plugin->ctx) : "";
     hc_set_error("%s: %s failed: %s%s%s", d->label, what, status_name(st),
                  detail && *detail ? ": " : "", detail ? detail : "");
     return -1;
@@ -45,7 +46,7 @@ static uint32_t disabled_ops(const hc_dev *d)
 {
     const char *env = getenv("HOTCOLD_DISABLE_OPS");
     uint32_t mask = 0;
-    if (!env || !*env || strcmp(d->be->family, "cpu") == 0)
+    if (!env || !*env || strcmp(d->plugin->family, "cpu") == 0)
         return 0;
     for (const char *p = env; *p;) {
         size_t len = strcspn(p, ",");
@@ -72,11 +73,11 @@ int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
         return -1;
     }
     hc_engine_device *ed = &e->devices[engine_device];
-    d->be = ed->be;
-    d->ops = ed->be->ops;
+    d->plugin = ed->plugin;
+    d->ops = ed->plugin->ops;
     d->info = ed->info;
-    snprintf(d->label, sizeof d->label, "%s:%d", ed->be->family, ed->index);
-    if (check(d, d->ops->device_open(d->be->ctx, ed->index, &d->dev), "device_open"))
+    snprintf(d->label, sizeof d->label, "%s:%d", ed->plugin->family, ed->index);
+    if (check(d, d->ops->device_open(d->plugin->ctx, ed->index, &d->dev), "device_open"))
         goto fail;
     if (check(d, d->ops->stream_create(d->dev, &d->stream), "stream_create"))
         goto fail;
@@ -117,7 +118,7 @@ void hc_dev_free(hc_dev *d, hc_buffer *b)
      * once. */
     if (d->stream && d->ops->stream_sync(d->stream) != HC_OK)
         HC_DEBUG("%s: stream_sync before buffer_free failed: %s", d->label,
-                 d->ops->last_error(d->be->ctx));
+                 d->ops->last_error(d->plugin->ctx));
     d->ops->buffer_free(b);
 }
 
@@ -130,7 +131,7 @@ int hc_dev_buffer_from_host(hc_dev *d, const void *ptr, uint64_t bytes, hc_buffe
         if (d->ops->buffer_wrap_host(d->dev, (void *)(uintptr_t)ptr, bytes, out) == HC_OK)
             return 0;
         HC_DEBUG("%s: wrap_host refused (%s); copying instead", d->label,
-                 d->ops->last_error(d->be->ctx));
+                 d->ops->last_error(d->plugin->ctx));
     }
     if (hc_dev_alloc(d, bytes, out))
         return -1;

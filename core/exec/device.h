@@ -17,7 +17,7 @@
 #include "runtime/engine.h"
 
 typedef struct hc_dev {
-    hc_backend *be;
+    hc_plugin *plugin;
     const hc_plugin_ops *ops;
     hc_device *dev;
     hc_stream *stream;

@@ -54,7 +54,7 @@ static int stage_in(hc_dev *d, const char *op, stage *s, int n)
 {
     if (!d->host || !HC_DEV_HAS(d->host, buffer_host_ptr)) {
         hc_set_error("%s: plugin '%s' does not implement %s and no CPU device is open to run it",
-                     d->label, d->be->family, op);
+                     d->label, d->plugin->family, op);
         return -1;
     }
     d->fallback_calls++;

@@ -9,7 +9,7 @@
  *   3. check each remaining file's ELF headers (a truncated file would
  *      crash dlopen), dlopen it, check its table's header, call probe();
  *      what passes is DEFERRED;
- *   4. copy the candidate records into the registry, with a backend slot
+ *   4. copy the candidate records into the registry, with a plugin slot
  *      per family;
  *   5. unless init is deferred, activate every family: init() the best
  *      probe, falling back to the next best variant when init() fails; the
@@ -699,35 +699,35 @@ static void open_candidate(item *it)
 /* ---- choosing one variant per family --------------------------------------- */
 
 /* What each loaded plugin's hc_plugin_host points at.  It lives in the same
- * allocation as the backend array, after it, so it stays put (plugins may
+ * allocation as the plugin array, after it, so it stays put (plugins may
  * keep the host pointer) and is freed with the registry. */
-typedef struct backend_host {
+typedef struct plugin_host {
     hc_plugin_host host;
-    char name[sizeof(((hc_backend *)0)->family) + sizeof(((hc_backend *)0)->variant) + 1];
-} backend_host;
+    char name[sizeof(((hc_plugin *)0)->family) + sizeof(((hc_plugin *)0)->variant) + 1];
+} plugin_host;
 
 static int deferred_of(const hc_plugin_candidate *c, const char *family)
 {
     return c->state == HC_CAND_DEFERRED && strcmp(c->family, family) == 0;
 }
 
-/* init() c into the next backend slot; 1 if it succeeded. */
+/* init() c into the next plugin slot; 1 if it succeeded. */
 static int try_init(hc_registry *r, hc_plugin_candidate *c)
 {
-    hc_backend *be = &r->backends[r->n_backends];
-    backend_host *bh = &((backend_host *)r->hosts_)[r->n_backends];
-    memset(bh, 0, sizeof *bh);
-    snprintf(bh->name, sizeof bh->name, "%s%s%s", c->family, c->variant[0] ? "-" : "",
+    hc_plugin *pl = &r->plugins[r->n_plugins];
+    plugin_host *ph = &((plugin_host *)r->hosts_)[r->n_plugins];
+    memset(ph, 0, sizeof *ph);
+    snprintf(ph->name, sizeof ph->name, "%s%s%s", c->family, c->variant[0] ? "-" : "",
              c->variant);
-    bh->host.size = sizeof bh->host;
-    bh->host.abi_major = HC_PLUGIN_ABI_MAJOR;
-    bh->host.abi_minor = HC_PLUGIN_ABI_MINOR;
-    bh->host.log = hc_log_from_plugin;
-    bh->host.log_user = bh->name;
-    bh->host.n_threads = r->n_threads;
+    ph->host.size = sizeof ph->host;
+    ph->host.abi_major = HC_PLUGIN_ABI_MAJOR;
+    ph->host.abi_minor = HC_PLUGIN_ABI_MINOR;
+    ph->host.log = hc_log_from_plugin;
+    ph->host.log_user = ph->name;
+    ph->host.n_threads = r->n_threads;
 
     hc_plugin_ctx *ctx = NULL;
-    hc_status st = c->ops->init(&bh->host, &ctx);
+    hc_status st = c->ops->init(&ph->host, &ctx);
     if (st != HC_OK) {
         /* A failed init normally leaves no context; last_error(NULL) then
          * reports the failure (PLUGINS.md). */
@@ -736,15 +736,15 @@ static int try_init(hc_registry *r, hc_plugin_candidate *c)
                  detail && *detail ? ": " : "", detail ? detail : "");
         return 0;
     }
-    memset(be, 0, sizeof *be);
-    snprintf(be->path, sizeof be->path, "%s", c->path);
-    snprintf(be->family, sizeof be->family, "%s", c->family);
-    snprintf(be->variant, sizeof be->variant, "%s", c->variant);
-    be->ops = c->ops;
-    be->ctx = ctx;
-    be->dl = c->dl;
-    be->probe = c->probe;
-    r->n_backends++;
+    memset(pl, 0, sizeof *pl);
+    snprintf(pl->path, sizeof pl->path, "%s", c->path);
+    snprintf(pl->family, sizeof pl->family, "%s", c->family);
+    snprintf(pl->variant, sizeof pl->variant, "%s", c->variant);
+    pl->ops = c->ops;
+    pl->ctx = ctx;
+    pl->dl = c->dl;
+    pl->probe = c->probe;
+    r->n_plugins++;
     /* Zero devices is a valid answer, but the user will want to know why
      * (ABI 1.3 no_device_reason; the core's default without it). */
     const char *none = NULL;
@@ -800,9 +800,9 @@ int hc_registry_activate(hc_registry *r, const char *family)
     return n;
 }
 
-/* Room for one backend per family that has a deferred candidate: backends
+/* Room for one plugin per family that has a deferred candidate: plugins
  * never move once loaded, so the array is sized now. */
-static int alloc_backends(hc_registry *r)
+static int alloc_plugins(hc_registry *r)
 {
     int n_families = 0;
     for (int i = 0; i < r->n_candidates; i++) {
@@ -814,13 +814,13 @@ static int alloc_backends(hc_registry *r)
     }
     if (n_families == 0)
         return 0;
-    size_t align = alignof(backend_host);
-    size_t be_bytes = ((size_t)n_families * sizeof(hc_backend) + align - 1) / align * align;
-    void *block = calloc(1, be_bytes + (size_t)n_families * sizeof(backend_host));
+    size_t align = alignof(plugin_host);
+    size_t pl_bytes = ((size_t)n_families * sizeof(hc_plugin) + align - 1) / align * align;
+    void *block = calloc(1, pl_bytes + (size_t)n_families * sizeof(plugin_host));
     if (!block)
         return -1;
-    r->backends = block;
-    r->hosts_ = (char *)block + be_bytes;
+    r->plugins = block;
+    r->hosts_ = (char *)block + pl_bytes;
     return 0;
 }
 
@@ -880,7 +880,7 @@ int hc_registry_load(hc_registry *r, const hc_loader_options *opt)
     }
     r->n_candidates = s.n;
     r->n_threads = opt->n_threads;
-    if (alloc_backends(r) != 0)
+    if (alloc_plugins(r) != 0)
         goto out;
     if (!opt->defer_init)
         hc_registry_activate(r, NULL);
@@ -899,22 +899,22 @@ void hc_registry_free(hc_registry *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->n_backends; i++)
-        if (r->backends[i].ops)
-            r->backends[i].ops->shutdown(r->backends[i].ctx);
+    for (int i = 0; i < r->n_plugins; i++)
+        if (r->plugins[i].ops)
+            r->plugins[i].ops->shutdown(r->plugins[i].ctx);
     free(r->candidates);
     free(r->entries);
-    free(r->backends); /* also frees the hc_plugin_host blocks behind it */
+    free(r->plugins); /* also frees the hc_plugin_host blocks behind it */
     memset(r, 0, sizeof *r);
 }
 
-hc_backend *hc_registry_find(hc_registry *r, const char *family)
+hc_plugin *hc_registry_find(hc_registry *r, const char *family)
 {
     if (!r || !family)
         return NULL;
-    for (int i = 0; i < r->n_backends; i++)
-        if (strcmp(r->backends[i].family, family) == 0)
-            return &r->backends[i];
+    for (int i = 0; i < r->n_plugins; i++)
+        if (strcmp(r->plugins[i].family, family) == 0)
+            return &r->plugins[i];
     return NULL;
 }
 

@@ -354,7 +354,7 @@ static int op_failed(const wset *ws, const char *op, hc_status st)
 {
     hc_dev *d = ws->d;
     fprintf(stderr, "hotcold bench: %s %s failed (status %d): %s\n", op, hc_type_name(ws->t),
-            (int)st, d->ops->last_error ? d->ops->last_error(d->be->ctx) : "");
+            (int)st, d->ops->last_error ? d->ops->last_error(d->plugin->ctx) : "");
     return -1;
 }
 
@@ -669,7 +669,7 @@ static int dec_status(const dmodel *dm, const char *op, hc_status st)
         return 0;
     hc_dev *d = dm->d;
     fprintf(stderr, "hotcold bench: %s failed (status %d): %s\n", op, (int)st,
-            d->ops->last_error ? d->ops->last_error(d->be->ctx) : "");
+            d->ops->last_error ? d->ops->last_error(d->plugin->ctx) : "");
     return -1;
 }
 
