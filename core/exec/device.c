@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/plugin_entries.h"
 #include "util/log.h"
 
 static const char *status_name(hc_status st)
@@ -33,15 +34,9 @@ static int check(hc_dev *d, hc_status st, const char *what)
     return -1;
 }
 
-static const struct {
-    const char *name;
-    int op;
-} optional_ops[] = {{"rmsnorm", HC_OP_RMSNORM}, {"rope", HC_OP_ROPE},
-                    {"attention", HC_OP_ATTENTION}, {"unary", HC_OP_UNARY},
-                    {"binary", HC_OP_BINARY}, {"glu", HC_OP_GLU}};
-
-/* HOTCOLD_DISABLE_OPS: a comma-separated list of optional ops.  The CPU
- * plugin is exempt: it is where the fallbacks run. */
+/* HOTCOLD_DISABLE_OPS: a comma-separated list of ops (the entries of
+ * HC_PLUGIN_ENTRIES that have an op id).  The CPU plugin is exempt: it is
+ * where the fallbacks run. */
 static uint32_t disabled_ops(const hc_dev *d)
 {
     const char *env = getenv("HOTCOLD_DISABLE_OPS");
@@ -50,19 +45,27 @@ static uint32_t disabled_ops(const hc_dev *d)
         return 0;
     for (const char *p = env; *p;) {
         size_t len = strcspn(p, ",");
-        int known = 0;
-        for (size_t i = 0; i < sizeof optional_ops / sizeof optional_ops[0]; i++)
-            if (strlen(optional_ops[i].name) == len && strncmp(p, optional_ops[i].name, len) == 0) {
-                mask |= 1u << optional_ops[i].op;
-                known = 1;
-            }
-        if (!known && len > 0)
-            hc_log(HC_LOG_WARN, "HOTCOLD_DISABLE_OPS: '%.*s' is not an optional op the core calls "
+        const hc_entry_info *e = hc_entry_named(p, len);
+        if (e && e->op != HC_OP_NONE)
+            mask |= 1u << e->op;
+        else if (len > 0)
+            hc_log(HC_LOG_WARN, "HOTCOLD_DISABLE_OPS: '%.*s' is not an op the core calls "
                    "(ignored)",
                    (int)len, p);
         p += len + (p[len] == ',');
     }
     return mask;
+}
+
+/* The ops d's plugin provides (its table, by HC_PLUGIN_ENTRIES), less the
+ * disabled ones. */
+static uint32_t usable_ops(const hc_dev *d)
+{
+    uint32_t mask = 0;
+    for (int i = 0; i < hc_n_entries; i++)
+        if (hc_entries[i].op != HC_OP_NONE && hc_entry_present(d->ops, &hc_entries[i]))
+            mask |= 1u << hc_entries[i].op;
+    return mask & ~disabled_ops(d);
 }
 
 int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
@@ -81,7 +84,7 @@ int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
         goto fail;
     if (check(d, d->ops->stream_create(d->dev, &d->stream), "stream_create"))
         goto fail;
-    d->disabled = disabled_ops(d);
+    d->usable = usable_ops(d);
     return 0;
 fail:
     hc_dev_close(d);
@@ -169,20 +172,26 @@ int hc_dev_flush(hc_dev *d)
 int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
                   int64_t n, hc_ref y)
 {
-    return check(d, d->ops->matmul(d->stream, t, w, rows, cols, x, n, y), "matmul");
+    if (!hc_dev_uses(d, HC_OP_MATMUL))
+        return hc_dev_fallback_matmul(d, t, w, rows, cols, x, n, y);
+    hc_status st = d->ops->matmul(d->stream, t, w, rows, cols, x, n, y);
+    return check(d, st, "matmul");
 }
 
 int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
                        int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {
-    return check(d, d->ops->matvec_rows(d->stream, t, w, rows, cols, x, n, idx, n_idx, y),
-                 "matvec_rows");
+    if (!hc_dev_uses(d, HC_OP_MATVEC_ROWS))
+        return hc_dev_fallback_matvec_rows(d, t, w, rows, cols, x, n, idx, n_idx, y);
+    hc_status st = d->ops->matvec_rows(d->stream, t, w, rows, cols, x, n, idx, n_idx, y);
+    return check(d, st, "matvec_rows");
 }
 
+/* Without matmul_batch: one matmul or matvec_rows per desc. */
 int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64_t cols, hc_ref x,
                         int64_t n)
 {
-    if (HC_DEV_HAS(d, matmul_batch))
+    if (hc_dev_uses(d, HC_OP_MATMUL_BATCH))
         return check(d, d->ops->matmul_batch(d->stream, desc, n_desc, cols, x, n), "matmul_batch");
     for (int i = 0; i < n_desc; i++) {
         const hc_matmul_desc *m = &desc[i];
@@ -197,57 +206,63 @@ int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64
 int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols, hc_ref h,
                      int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {
-    return check(d, d->ops->axpy_rows(d->stream, t, wt, rows, cols, h, n, idx, n_idx, y),
-                 "axpy_rows");
+    if (!hc_dev_uses(d, HC_OP_AXPY_ROWS))
+        return hc_dev_fallback_axpy_rows(d, t, wt, rows, cols, h, n, idx, n_idx, y);
+    hc_status st = d->ops->axpy_rows(d->stream, t, wt, rows, cols, h, n, idx, n_idx, y);
+    return check(d, st, "axpy_rows");
 }
 
 int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps)
 {
-    if (!HC_DEV_USES(d, rmsnorm, HC_OP_RMSNORM))
+    if (!hc_dev_uses(d, HC_OP_RMSNORM))
         return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
-    return check(d, d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps), "rmsnorm");
+    hc_status st = d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps);
+    return check(d, st, "rmsnorm");
 }
 
 int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
                 int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode)
 {
-    if (!HC_DEV_USES(d, rope, HC_OP_ROPE))
-        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base, freq_scale, mode);
-    return check(d,
-                 d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
-                              freq_scale, mode),
-                 "rope");
+    if (!hc_dev_uses(d, HC_OP_ROPE))
+        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+                                    freq_scale, mode);
+    hc_status st = d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+                                freq_scale, mode);
+    return check(d, st, "rope");
 }
 
 int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_t n_tok,
                      hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                      float scale)
 {
-    if (!HC_DEV_USES(d, attention, HC_OP_ATTENTION))
-        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv, head_dim, scale);
-    return check(d,
-                 d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
-                                   head_dim, scale),
-                 "attention");
+    if (!hc_dev_uses(d, HC_OP_ATTENTION))
+        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+                                         head_dim, scale);
+    hc_status st = d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+                                     head_dim, scale);
+    return check(d, st, "attention");
 }
 
 int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param)
 {
-    if (!HC_DEV_USES(d, unary, HC_OP_UNARY))
+    if (!hc_dev_uses(d, HC_OP_UNARY))
         return hc_dev_fallback_unary(d, op, x, y, n, param);
-    return check(d, d->ops->unary(d->stream, op, x, y, n, param), "unary");
+    hc_status st = d->ops->unary(d->stream, op, x, y, n, param);
+    return check(d, st, "unary");
 }
 
 int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n)
 {
-    if (!HC_DEV_USES(d, binary, HC_OP_BINARY))
+    if (!hc_dev_uses(d, HC_OP_BINARY))
         return hc_dev_fallback_binary(d, op, a, b, y, n);
-    return check(d, d->ops->binary(d->stream, op, a, b, y, n), "binary");
+    hc_status st = d->ops->binary(d->stream, op, a, b, y, n);
+    return check(d, st, "binary");
 }
 
 int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift)
 {
-    if (!HC_DEV_USES(d, glu, HC_OP_GLU))
+    if (!hc_dev_uses(d, HC_OP_GLU))
         return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
-    return check(d, d->ops->glu(d->stream, act, g, u, h, n, shift), "glu");
+    hc_status st = d->ops->glu(d->stream, act, g, u, h, n, shift);
+    return check(d, st, "glu");
 }

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "runtime/elf_check.h"
+#include "runtime/plugin_entries.h"
 #include "util/log.h"
 
 #ifndef HC_PLUGIN_INSTALL_DIR
@@ -42,12 +43,6 @@
 #ifndef HC_INSTALL_LIBDIR /* CMake's CMAKE_INSTALL_LIBDIR, relative to the prefix */
 #define HC_INSTALL_LIBDIR "lib"
 #endif
-
-/* The smallest acceptable table: every required 1.0 entry inside `size`.
- * axpy_rows is the last required entry; the optional ones after it may be
- * cut by an older or leaner plugin (HC_OPS_HAS then reports them absent). */
-#define HC_OPS_MIN_SIZE \
-    (offsetof(hc_plugin_ops, axpy_rows) + sizeof(((hc_plugin_ops *)0)->axpy_rows))
 
 /* ---- search path ----------------------------------------------------------- */
 
@@ -656,10 +651,16 @@ static void open_candidate(item *it)
                ops->abi_major, ops->abi_major, ops->abi_minor, HC_PLUGIN_ABI_MAJOR);
         return;
     }
-    if (ops->size < HC_OPS_MIN_SIZE) {
+    /* The smallest acceptable table: every required entry inside `size`
+     * (HC_PLUGIN_ENTRIES); the optional ones after the last of them may be
+     * cut by an older or leaner plugin (HC_OPS_HAS then reports them
+     * absent). */
+    const hc_entry_info *last_required = NULL;
+    size_t min_size = hc_entries_min_size(&last_required);
+    if (ops->size < min_size) {
         decide(it, HC_CAND_REJECTED,
-               "ops table too small: size %zu, ABI %d.0 needs at least %zu (through axpy_rows)",
-               ops->size, HC_PLUGIN_ABI_MAJOR, (size_t)HC_OPS_MIN_SIZE);
+               "ops table too small: size %zu, ABI %d.0 needs at least %zu (through %s)",
+               ops->size, HC_PLUGIN_ABI_MAJOR, min_size, last_required->name);
         return;
     }
     const char *fam = ops->family ? ops->family : "";
@@ -669,21 +670,9 @@ static void open_candidate(item *it)
                fam, var, it->c.family, it->c.variant);
         return;
     }
-    const struct {
-        const char *name;
-        int present;
-    } required[] = {
-#define HC_REQ(f) {#f, ops->f != NULL}
-        HC_REQ(probe),        HC_REQ(init),           HC_REQ(shutdown),     HC_REQ(last_error),
-        HC_REQ(device_count), HC_REQ(device_info),    HC_REQ(device_open),  HC_REQ(device_close),
-        HC_REQ(buffer_alloc), HC_REQ(buffer_free),    HC_REQ(stream_create), HC_REQ(stream_destroy),
-        HC_REQ(stream_sync),  HC_REQ(upload),         HC_REQ(download),     HC_REQ(matmul),
-        HC_REQ(matvec_rows),  HC_REQ(axpy_rows),
-#undef HC_REQ
-    };
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
-        if (!required[i].present) {
-            decide(it, HC_CAND_REJECTED, "required entry %s is NULL", required[i].name);
+    for (int i = 0; i < hc_n_entries; i++) {
+        if (hc_entries[i].required && !hc_entry_present(ops, &hc_entries[i])) {
+            decide(it, HC_CAND_REJECTED, "required entry %s is NULL", hc_entries[i].name);
             return;
         }
     }
