@@ -20,6 +20,11 @@ endfunction()
 
 # Takes every call.
 hc_add_stub_gpu(refgpu)
+# Refuses (HC_E_UNSUPPORTED) lists of more than 64 rows, the 4096-row output
+# head's matmul and attention over several tokens: relu2M's FFN lists are
+# 46-150 of 384 rows, so some calls of each op run here and some fall back.
+hc_add_stub_gpu(refusegpu STUB_GPU_MAX_LIST=64 STUB_GPU_MAX_ROWS=1024
+                STUB_GPU_ONE_TOKEN_ATTENTION)
 
 hc_add_check_test(test_fallback SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_fallback.c
                   LABELS unit hybrid TIMEOUT 600)

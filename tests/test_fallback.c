@@ -7,7 +7,11 @@
  *    ids, and nothing falls back (it provides every op the core calls);
  *  - HOTCOLD_DISABLE_OPS names any op of HC_PLUGIN_ENTRIES, the required
  *    weight ops included: disabled on refgpu they run on the CPU, the ids
- *    stay the same and the run counts the fallbacks.
+ *    stay the same and the run counts the fallbacks;
+ *  - refusegpu answers HC_E_UNSUPPORTED for some shapes of matmul,
+ *    matvec_rows, axpy_rows and attention (plugin.h: a refusal is for that
+ *    call): each refused call runs on the CPU, the ids stay the same, and
+ *    the run's fallback count is exactly the number of refusals.
  *
  * The model is the packed sparse relu2M (predictor mode: matvec_rows and
  * axpy_rows over the listed rows, the dense output head by matmul), wholly
@@ -117,6 +121,47 @@ START_TEST(disabled_weight_ops)
 }
 END_TEST
 
+/* The lines of the stub's refusal log that start with `op`. */
+static int count_refusals(const char *log, const char *op)
+{
+    int n = 0;
+    size_t len = strlen(op);
+    for (const char *p = log; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        n += strncmp(p, op, len) == 0 && p[len] == ' ';
+    return n;
+}
+
+START_TEST(refused_calls_fall_back)
+{
+    int32_t got[N_IDS];
+    hc_context_run_stats rs;
+    cpu_ids_once();
+    const char *log_path = hc_test_path(hc_test_tmpdir(), "refusals.log");
+    remove(log_path);
+    setenv("HC_STUB_GPU_REFUSALS", log_path, 1);
+    greedy("refusegpu", PROMPT, N_PROMPT, got, &rs);
+    unsetenv("HC_STUB_GPU_REFUSALS");
+    print_ids("refusegpu (refuses some shapes)", got, &rs);
+    size_t len;
+    char *log = hc_test_read_file(log_path, &len);
+    ck_assert_msg(log != NULL, "the stub logged no refusal (%s)", log_path);
+    int n_lines = 0;
+    for (size_t i = 0; i < len; i++)
+        n_lines += log[i] == '\n';
+    const char *ops[] = {"matmul", "matvec_rows", "axpy_rows", "attention"};
+    for (int i = 0; i < 4; i++) {
+        int n = count_refusals(log, ops[i]);
+        printf("  %-12s %d call(s) refused\n", ops[i], n);
+        ck_assert_msg(n > 0, "no %s call was refused: the test does not test it", ops[i]);
+    }
+    free(log);
+    ck_assert_mem_eq(got, g_cpu_ids, sizeof got);
+    /* The stub provides every op the core calls: refusals are the only
+     * fallbacks, and each refused call fell back once. */
+    ck_assert_uint_eq(rs.fallback_calls, (uint64_t)n_lines);
+}
+END_TEST
+
 int main(void)
 {
     hc_engine_params ep = hc_engine_default_params();
@@ -132,6 +177,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, stub_gpu_matches_cpu);
     tcase_add_test(tc, disabled_weight_ops);
+    tcase_add_test(tc, refused_calls_fall_back);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);

@@ -68,6 +68,17 @@ static uint32_t usable_ops(const hc_dev *d)
     return mask & ~disabled_ops(d);
 }
 
+/* HC_E_UNSUPPORTED from an op is a refusal of this one call (plugin.h):
+ * where a host device exists the call runs there instead. */
+static int refused(hc_dev *d, hc_status st, const char *op)
+{
+    if (st != HC_E_UNSUPPORTED || !d->host || d->host == d)
+        return 0;
+    HC_DEBUG("%s: %s refused this call (%s); running it on %s", d->label, op,
+             d->ops->last_error(d->plugin->ctx), d->host->label);
+    return 1;
+}
+
 int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
 {
     memset(d, 0, sizeof *d);
@@ -175,6 +186,8 @@ int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc
     if (!hc_dev_uses(d, HC_OP_MATMUL))
         return hc_dev_fallback_matmul(d, t, w, rows, cols, x, n, y);
     hc_status st = d->ops->matmul(d->stream, t, w, rows, cols, x, n, y);
+    if (refused(d, st, "matmul"))
+        return hc_dev_fallback_matmul(d, t, w, rows, cols, x, n, y);
     return check(d, st, "matmul");
 }
 
@@ -184,15 +197,23 @@ int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t col
     if (!hc_dev_uses(d, HC_OP_MATVEC_ROWS))
         return hc_dev_fallback_matvec_rows(d, t, w, rows, cols, x, n, idx, n_idx, y);
     hc_status st = d->ops->matvec_rows(d->stream, t, w, rows, cols, x, n, idx, n_idx, y);
+    if (refused(d, st, "matvec_rows"))
+        return hc_dev_fallback_matvec_rows(d, t, w, rows, cols, x, n, idx, n_idx, y);
     return check(d, st, "matvec_rows");
 }
 
-/* Without matmul_batch: one matmul or matvec_rows per desc. */
+/* Without matmul_batch, or when it refuses the batch: one matmul or
+ * matvec_rows per desc (each of which may still fall back on its own). */
 int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64_t cols, hc_ref x,
                         int64_t n)
 {
-    if (hc_dev_uses(d, HC_OP_MATMUL_BATCH))
-        return check(d, d->ops->matmul_batch(d->stream, desc, n_desc, cols, x, n), "matmul_batch");
+    if (hc_dev_uses(d, HC_OP_MATMUL_BATCH)) {
+        hc_status st = d->ops->matmul_batch(d->stream, desc, n_desc, cols, x, n);
+        if (st != HC_E_UNSUPPORTED)
+            return check(d, st, "matmul_batch");
+        HC_DEBUG("%s: matmul_batch refused this batch (%s); one product at a time", d->label,
+                 d->ops->last_error(d->plugin->ctx));
+    }
     for (int i = 0; i < n_desc; i++) {
         const hc_matmul_desc *m = &desc[i];
         if (m->idx.buf ? hc_dev_matvec_rows(d, m->wtype, m->w, m->rows, cols, x, n, m->idx,
@@ -209,6 +230,8 @@ int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols
     if (!hc_dev_uses(d, HC_OP_AXPY_ROWS))
         return hc_dev_fallback_axpy_rows(d, t, wt, rows, cols, h, n, idx, n_idx, y);
     hc_status st = d->ops->axpy_rows(d->stream, t, wt, rows, cols, h, n, idx, n_idx, y);
+    if (refused(d, st, "axpy_rows"))
+        return hc_dev_fallback_axpy_rows(d, t, wt, rows, cols, h, n, idx, n_idx, y);
     return check(d, st, "axpy_rows");
 }
 
@@ -217,6 +240,8 @@ int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t d
     if (!hc_dev_uses(d, HC_OP_RMSNORM))
         return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
     hc_status st = d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps);
+    if (refused(d, st, "rmsnorm"))
+        return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
     return check(d, st, "rmsnorm");
 }
 
@@ -228,6 +253,9 @@ int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head
                                     freq_scale, mode);
     hc_status st = d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
                                 freq_scale, mode);
+    if (refused(d, st, "rope"))
+        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+                                    freq_scale, mode);
     return check(d, st, "rope");
 }
 
@@ -240,6 +268,9 @@ int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_
                                          head_dim, scale);
     hc_status st = d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
                                      head_dim, scale);
+    if (refused(d, st, "attention"))
+        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+                                         head_dim, scale);
     return check(d, st, "attention");
 }
 
@@ -248,6 +279,8 @@ int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param)
     if (!hc_dev_uses(d, HC_OP_UNARY))
         return hc_dev_fallback_unary(d, op, x, y, n, param);
     hc_status st = d->ops->unary(d->stream, op, x, y, n, param);
+    if (refused(d, st, "unary"))
+        return hc_dev_fallback_unary(d, op, x, y, n, param);
     return check(d, st, "unary");
 }
 
@@ -256,6 +289,8 @@ int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n)
     if (!hc_dev_uses(d, HC_OP_BINARY))
         return hc_dev_fallback_binary(d, op, a, b, y, n);
     hc_status st = d->ops->binary(d->stream, op, a, b, y, n);
+    if (refused(d, st, "binary"))
+        return hc_dev_fallback_binary(d, op, a, b, y, n);
     return check(d, st, "binary");
 }
 
@@ -264,5 +299,7 @@ int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, floa
     if (!hc_dev_uses(d, HC_OP_GLU))
         return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
     hc_status st = d->ops->glu(d->stream, act, g, u, h, n, shift);
+    if (refused(d, st, "glu"))
+        return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
     return check(d, st, "glu");
 }

@@ -5,9 +5,13 @@
  * last_error.
  *
  * An op runs on the host device (the CPU plugin), its vectors moved there
- * and back (device_fallback.c), when the plugin lacks it (a NULL optional
- * entry) or has it disabled by HOTCOLD_DISABLE_OPS.  Each such call counts
- * in fallback_calls.
+ * and back (device_fallback.c), when the plugin
+ *   - lacks it (a NULL optional entry),
+ *   - answers HC_E_UNSUPPORTED for this call (any op, required or not: a
+ *     type or shape it does not take; plugin.h), or
+ *   - has it disabled by HOTCOLD_DISABLE_OPS.
+ * Each such call counts in fallback_calls.  The host device itself has no
+ * host: there, a refusal is an error.
  *
  * HOTCOLD_DISABLE_OPS=rmsnorm,rope,... (any op of HC_PLUGIN_ENTRIES) makes
  * the core treat those ops as missing on every non-CPU device: it tests the

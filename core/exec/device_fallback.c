@@ -1,6 +1,7 @@
 /*
- * The one default for an op a plugin lacks or has disabled: run it on the
- * host device (the CPU plugin) and move the operands.
+ * The one default for an op a plugin lacks, refuses for a call
+ * (HC_E_UNSUPPORTED) or has disabled: run it on the host device (the CPU
+ * plugin) and move the operands.
  *
  * Each argument is staged into a host-device scratch buffer: inputs are
  * downloaded from the device, the op runs on the host device, outputs are

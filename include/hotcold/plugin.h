@@ -18,6 +18,12 @@
  *  - A NULL entry means "unsupported".  The default behaviour for every
  *    optional op lives once, in the core (it runs the op on the CPU plugin and
  *    moves the vectors), never in a plugin.
+ *  - Any op, required or optional, may refuse one call with
+ *    HC_E_UNSUPPORTED (a type or shape it does not take): the core then
+ *    runs that call on the CPU plugin, the same way, and counts it in the
+ *    run's fallback statistics.  A refusing call must have queued nothing
+ *    and changed nothing.  The CPU plugin is the exception: it is where
+ *    fallbacks run, so a refusal there is an error.
  *  - Every call returns hc_status.  Plugins never abort, exit or print; detail
  *    goes to last_error() and to the host's log callback.
  *  - Plugins include only this header and link nothing from the core.
@@ -59,7 +65,7 @@ extern "C" {
 /* ---- status codes -------------------------------------------------------- */
 typedef enum hc_status {
     HC_OK = 0,
-    HC_E_UNSUPPORTED = 1, /* op, type or shape not supported: the core falls back */
+    HC_E_UNSUPPORTED = 1, /* op, type or shape not taken: the core runs this call on the CPU */
     HC_E_INVALID = 2,     /* bad argument (out of range, misaligned, NULL) */
     HC_E_NOMEM = 3,       /* device or host memory exhausted */
     HC_E_DEVICE = 4,      /* driver or device failure */
