@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "hotcold/plugin.h"
+#include "hotcold/plugin_kit.h"
 
 #if defined(__GNUC__)
 #define HC_CPU_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -111,13 +112,13 @@ void hc_cpu_pool_run(hc_cpu_pool *pool, hc_cpu_task_fn fn, void *arg, int nth);
  * which thread runs a part. */
 void hc_cpu_pool_run_parts(hc_cpu_pool *pool, hc_cpu_task_fn fn, void *arg, int nth);
 
-/* ---- validate.c ------------------------------------------------------- */
+/* ---- validate.c: errors and argument checks (over plugin_kit.h) -------- */
 /* Records a one-line message on ctx (may be NULL) and returns st. */
 hc_status hc_cpu_fail(hc_plugin_ctx *ctx, hc_status st, const char *fmt, ...) HC_CPU_PRINTF(3, 4);
+/* hc_cpu_fail as the kit's hc_kit_fail_fn (user = the context). */
+hc_status hc_cpu_kit_fail(void *ctx, hc_status st, const char *msg);
 /* The context of a stream, or HC_E_INVALID for NULL or foreign handles. */
 hc_status hc_cpu_stream_ctx(hc_stream *s, const char *op, hc_plugin_ctx **ctx);
-/* a * b * c without wrap-around; 0 on overflow. */
-int hc_cpu_mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *out);
 /* Checks that `bytes` at r lie inside r.buf and that r.off is a multiple of
  * align; on success *ptr is the host address.  op/name go into the message. */
 hc_status hc_cpu_ref(hc_plugin_ctx *ctx, const char *op, const char *name, hc_ref r, uint64_t bytes,

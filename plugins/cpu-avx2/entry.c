@@ -22,12 +22,6 @@ static int default_threads(const hc_plugin_host *host)
     return n > HC_CPU_MAX_THREADS ? HC_CPU_MAX_THREADS : n;
 }
 
-static void host_log(const hc_plugin_host *host, int level, const char *msg)
-{
-    if (host && host->size >= offsetof(hc_plugin_host, log_user) + sizeof(void *) && host->log)
-        host->log(host->log_user, level, msg);
-}
-
 static hc_status cpu_init(const hc_plugin_host *host, hc_plugin_ctx **out)
 {
     hc_plugin_ctx *ctx = NULL;
@@ -38,31 +32,27 @@ static hc_status cpu_init(const hc_plugin_host *host, hc_plugin_ctx **out)
     *out = NULL;
     if (host && host->size >= offsetof(hc_plugin_host, abi_minor) + sizeof(uint32_t) &&
         host->abi_major != HC_PLUGIN_ABI_MAJOR) {
-        host_log(host, HC_LOG_INFO, "cpu: host speaks another plugin ABI major version");
+        hc_kit_host_log(host, HC_LOG_INFO, "cpu: host speaks another plugin ABI major version");
         return HC_E_UNSUPPORTED;
     }
     /* Refuse to run kernels this CPU cannot execute, even if the loader
      * skipped probe. */
     if (hc_cpu_probe() == 0) {
-        host_log(host, HC_LOG_INFO, "cpu: this CPU lacks AVX2/FMA/F16C or OS support for them");
+        hc_kit_host_log(host, HC_LOG_INFO, "cpu: this CPU lacks AVX2/FMA/F16C or OS support for them");
         return HC_E_UNSUPPORTED;
     }
     ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return HC_E_NOMEM;
     /* Copy only what the host has: an older host's table is shorter. */
-    if (host) {
-        size_t n = host->size < sizeof ctx->host ? host->size : sizeof ctx->host;
-        memcpy(&ctx->host, host, n);
-    }
-    ctx->host.size = sizeof ctx->host;
+    hc_kit_host_copy(&ctx->host, host);
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_once(&kernels_once, hc_cpu_kernels_init);
     hc_cpu_model_name(ctx->cpu_name, sizeof ctx->cpu_name);
     int n = default_threads(&ctx->host);
     st = hc_cpu_pool_create(n, &ctx->pool);
     if (st != HC_OK) {
-        host_log(host, HC_LOG_INFO, "cpu: cannot start the worker threads");
+        hc_kit_host_log(host, HC_LOG_INFO, "cpu: cannot start the worker threads");
         goto out;
     }
     atomic_store(&ctx->n_threads, n);
@@ -159,7 +149,6 @@ static hc_status cpu_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *
     if (!out || out->size < sizeof out->size)
         return hc_cpu_fail(ctx, HC_E_INVALID, "device_info: out is NULL or its size is not set");
     memset(&info, 0, sizeof info);
-    info.size = out->size;
     snprintf(info.name, sizeof info.name, "%s", ctx->cpu_name);
     info.kind = HC_DEVICE_CPU;
     info.caps = HC_CAP_HOST_MAPPED | HC_CAP_WRAP_HOST;
@@ -167,7 +156,7 @@ static hc_status cpu_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *
     info.max_buffer = info.mem_total ? info.mem_total : (uint64_t)SIZE_MAX;
     info.n_threads = atomic_load(&ctx->n_threads);
     /* A caller built against an older, shorter struct gets its prefix. */
-    memcpy(out, &info, out->size < sizeof info ? out->size : sizeof info);
+    hc_kit_device_info_copy(out, &info);
     return HC_OK;
 }
 
