@@ -53,6 +53,16 @@ hc_status hc_cpu_stream_ctx(hc_stream *s, const char *op, hc_plugin_ctx **ctx)
     return HC_OK;
 }
 
+hc_status hc_cpu_device_ctx(hc_device *dev, const char *op, hc_plugin_ctx **ctx)
+{
+    (void)op;
+    *ctx = NULL;
+    if (!dev || dev->magic != HC_CPU_MAGIC_DEVICE || !dev->ctx)
+        return HC_E_INVALID;
+    *ctx = dev->ctx;
+    return HC_OK;
+}
+
 hc_status hc_cpu_ref(hc_plugin_ctx *ctx, const char *op, const char *name, hc_ref r, uint64_t bytes,
                      uint64_t align, void **ptr)
 {
