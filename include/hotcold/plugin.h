@@ -344,7 +344,9 @@ typedef struct hc_plugin_ops {
      *   UNARY, BINARY, GLU  rows = 1, cols = the call's n, n = 1
      *   COPY       rows = 1, cols = bytes / 4, n = 1
      * wtype is HC_TYPE_F32 for every op without a weight.  Other ids
-     * (HC_OP_MATMUL_BATCH, ids of later minors) may answer -1. */
+     * (HC_OP_MATMUL_BATCH, ids of later minors) may answer -1.
+     * `hotcold bench --ops` prints the answer beside the time it measures;
+     * the core does not schedule by it yet. */
     double (*op_cost)(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);
     /* Change the worker-thread count (CPU plugins). */
     hc_status (*set_threads)(hc_plugin_ctx *ctx, int n_threads);
