@@ -28,7 +28,7 @@ set_tests_properties(test_conformance_plugin PROPERTIES
   LABELS conformance TIMEOUT 900 SKIP_RETURN_CODE 77)
 
 # The guide's example plugin (docs/example-plugin, built for the loader
-# tests into tests/stubs/), so that PLUGINS.md's claim holds: a new plugin
+# tests into tests/stubs/), so that docs/PLUGINS.md's claim holds: a new plugin
 # checks itself with this suite.  Scalar code: ~45 s here.
 add_test(NAME test_conformance_example
          COMMAND test_conformance ${CMAKE_CURRENT_BINARY_DIR}/stubs/libhc-example.so)

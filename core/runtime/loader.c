@@ -719,7 +719,7 @@ static int try_init(hc_registry *r, hc_plugin_candidate *c)
     hc_status st = c->ops->init(&ph->host, &ctx);
     if (st != HC_OK) {
         /* A failed init normally leaves no context; last_error(NULL) then
-         * reports the failure (PLUGINS.md). */
+         * reports the failure (docs/PLUGINS.md). */
         const char *detail = c->ops->last_error(ctx);
         decide_c(c, HC_CAND_REJECTED, "init failed (%s)%s%s", status_word(st),
                  detail && *detail ? ": " : "", detail ? detail : "");

@@ -26,7 +26,8 @@
  *    fallbacks run, so a refusal there is an error.
  *  - Every call returns hc_status.  Plugins never abort, exit or print; detail
  *    goes to last_error() and to the host's log callback.
- *  - Plugins include only this header and link nothing from the core.
+ *  - Plugins include only this header (and hotcold/plugin_kit.h, the
+ *    header-only checks they share) and link nothing from the core.
  *
  * Data conventions (all ops):
  *  - Tensors are addressed as hc_ref = {buffer, byte offset}.
