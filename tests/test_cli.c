@@ -226,6 +226,30 @@ START_TEST(bench_ops_q6_k)
 }
 END_TEST
 
+/* bench --ops prints the plugin's own estimate (op_cost) beside each time:
+ * the CPU plugin has op_cost, so every timed row has a number there. */
+START_TEST(bench_ops_estimate)
+{
+    cli_result r;
+    cli(&r, "bench --ops --type q4_0 --rows 64 --cols 512 --frac 0.5 --mib 1 -r 1 "
+            "--min-time 0.001 -t 1");
+    ck_assert_msg(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "us/op    est us"), "stdout: %s", r.out);
+    const char *ops[] = {"matmul", "matvec_rows", "axpy_rows"};
+    for (int i = 0; i < 3; i++) {
+        char pattern[64];
+        snprintf(pattern, sizeof pattern, "\n%-12s q4_0 ", ops[i]);
+        const char *line = strstr(r.out, pattern);
+        double pct, kib, us, est = -1;
+        long long rows;
+        ck_assert_msg(line && sscanf(line + strlen(pattern), "%lf%% %lld %lf %lf %lf", &pct, &rows,
+                                     &kib, &us, &est) == 5 && est > 0,
+                      "%s: no estimate in stdout: %s", ops[i], r.out);
+    }
+    cli_free(&r);
+}
+END_TEST
+
 /* ---- plugins: what `devices` and `run` say about them ------------------- */
 
 /* The plugin tests change the environment the command sees; each starts
@@ -405,6 +429,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, unknown_architecture);
     tcase_add_test(tc, unknown_tensor_type);
     tcase_add_test(tc, bench_ops_q6_k);
+    tcase_add_test(tc, bench_ops_estimate);
     suite_add_tcase(s, tc);
 
     TCase *pl = tcase_create("plugins");

@@ -7,11 +7,10 @@
  *    libhotcold would be;
  *  - a test not named WHITEBOX in its tests/<suite>.cmake entry (and the helpers
  *    every test links) use public headers only;
- *  - core/ has no include cycle (its folders form layers: util, format,
- *    runtime/exec/arch, toolchain);
  *  - libhotcold.so exports exactly the HC_API functions of the public
  *    headers (everything else is built hidden).
- * A violation names the file and the include (or symbol).
+ * A violation names the file and the include (or symbol).  That core/ has
+ * no include circle is tests/include_cycles.sh's check (module level).
  */
 #include <check.h>
 #include <dirent.h>
@@ -200,67 +199,6 @@ START_TEST(blackbox_tests_use_public_headers)
 }
 END_TEST
 
-/* ---- core: no include cycle ------------------------------------------------ */
-
-/* The core header a core file's include names: "folder/x.h" from core/, or
- * "x.h" beside the file (ref/); -1 if it is not a core file. */
-static int resolve(const src *v, int n, const src *from, const char *inc)
-{
-    char want[700], dir[512];
-    snprintf(dir, sizeof dir, "%s", from->path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 0)
-            snprintf(want, sizeof want, "core/%s", inc);
-        else
-            snprintf(want, sizeof want, "%s/%s", dir, inc);
-        for (int i = 0; i < n; i++)
-            if (strcmp(v[i].path, want) == 0)
-                return i;
-    }
-    return -1;
-}
-
-static int visit(const src *v, int n, int i, int *state, int *stack, int depth)
-{
-    state[i] = 1; /* on the stack */
-    stack[depth] = i;
-    for (int k = 0; k < v[i].n_inc; k++) {
-        int j = resolve(v, n, &v[i], v[i].inc[k]);
-        if (j < 0)
-            continue;
-        if (state[j] == 1) {
-            int d0 = depth;
-            while (d0 > 0 && stack[d0] != j)
-                d0--;
-            printf("include cycle:");
-            for (int d = d0; d <= depth; d++)
-                printf(" %s ->", v[stack[d]].path);
-            printf(" %s\n", v[j].path);
-            fflush(stdout);
-            return 1;
-        }
-        if (state[j] == 0 && visit(v, n, j, state, stack, depth + 1))
-            return 1;
-    }
-    state[i] = 2; /* done */
-    return 0;
-}
-
-START_TEST(core_has_no_include_cycle)
-{
-    static src v[MAX_FILES];
-    static int state[MAX_FILES], stack[MAX_FILES];
-    int n = list_sources("core", v, 0);
-    memset(state, 0, sizeof state);
-    for (int i = 0; i < n; i++)
-        ck_assert_msg(state[i] != 0 || !visit(v, n, i, state, stack, 0),
-                      "core/ has an include cycle (above)");
-}
-END_TEST
-
 /* ---- exports -------------------------------------------------------------- */
 
 static int in_list(char (*list)[256], int n, const char *name)
@@ -343,7 +281,6 @@ static Suite *includes_suite(void)
     TCase *tc = tcase_create("tree");
     tcase_add_test(tc, tools_use_public_headers);
     tcase_add_test(tc, blackbox_tests_use_public_headers);
-    tcase_add_test(tc, core_has_no_include_cycle);
     tcase_add_test(tc, shared_library_exports_the_public_api);
     suite_add_tcase(s, tc);
     return s;

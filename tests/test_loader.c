@@ -138,9 +138,9 @@ static const hc_plugin_candidate *expect(const char *base, int state, const char
                       c->reason, part);
     if (state == HC_CAND_LOADED && !part) {
         /* Loaded: no reason, unless it has no devices (then why). */
-        hc_backend *be = hc_registry_find(&reg, c->family);
-        ck_assert_ptr_nonnull(be);
-        if (be->ops->device_count(be->ctx) == 0)
+        hc_plugin *pl = hc_registry_find(&reg, c->family);
+        ck_assert_ptr_nonnull(pl);
+        if (pl->ops->device_count(pl->ctx) == 0)
             ck_assert_msg(strncmp(c->reason, "no devices: ", 12) == 0, "%s: reason '%s'", base,
                           c->reason);
         else
@@ -220,12 +220,12 @@ START_TEST(test_good_plugin)
     ck_assert_int_eq(c->probe, 10);
     ck_assert_str_eq(c->family, "good");
     ck_assert_str_eq(c->variant, "");
-    ck_assert_int_eq(reg.n_backends, 1);
-    hc_backend *be = hc_registry_find(&reg, "good");
-    ck_assert_ptr_nonnull(be);
-    ck_assert_ptr_nonnull(be->dl);
+    ck_assert_int_eq(reg.n_plugins, 1);
+    hc_plugin *pl = hc_registry_find(&reg, "good");
+    ck_assert_ptr_nonnull(pl);
+    ck_assert_ptr_nonnull(pl->dl);
     ck_assert_ptr_null(hc_registry_find(&reg, "cpu"));
-    ck_assert_int_eq(be->ops->device_count(be->ctx), 2);
+    ck_assert_int_eq(pl->ops->device_count(pl->ctx), 2);
     /* The host struct: the stub's init refuses a bad one, logs through it
      * (the user string names the plugin) and keeps n_threads. */
     ck_assert_msg(log_has(HC_LOG_INFO,
@@ -233,11 +233,11 @@ START_TEST(test_good_plugin)
                           NULL),
                   "plugin log line missing; log:\n%s", g_log);
     hc_device_info info = {.size = sizeof info};
-    ck_assert_int_eq(be->ops->device_info(be->ctx, 1, &info), HC_OK);
+    ck_assert_int_eq(pl->ops->device_info(pl->ctx, 1, &info), HC_OK);
     ck_assert_int_eq(info.n_threads, STUB_THREADS);
     /* Control for test_cut_table: the full table has the optional entries. */
-    ck_assert(HC_OPS_HAS(be->ops, op_cost));
-    ck_assert(HC_OPS_HAS(be->ops, set_threads));
+    ck_assert(HC_OPS_HAS(pl->ops, op_cost));
+    ck_assert(HC_OPS_HAS(pl->ops, set_threads));
 }
 END_TEST
 
@@ -246,7 +246,7 @@ START_TEST(test_wrong_major)
     load(STUB("major"), NULL);
     expect("libhc-major.so", HC_CAND_REJECTED, "major 2");
     expect("libhc-major.so", HC_CAND_REJECTED, "needs 1");
-    ck_assert_int_eq(reg.n_backends, 0);
+    ck_assert_int_eq(reg.n_plugins, 0);
 }
 END_TEST
 
@@ -254,15 +254,15 @@ START_TEST(test_cut_table)
 {
     load(STUB("cut"), NULL);
     expect("libhc-cut.so", HC_CAND_LOADED, NULL);
-    hc_backend *be = hc_registry_find(&reg, "cut");
-    ck_assert_ptr_nonnull(be);
-    ck_assert_uint_eq(be->ops->size, offsetof(hc_plugin_ops, op_cost));
+    hc_plugin *pl = hc_registry_find(&reg, "cut");
+    ck_assert_ptr_nonnull(pl);
+    ck_assert_uint_eq(pl->ops->size, offsetof(hc_plugin_ops, op_cost));
     /* The stub sets op_cost and set_threads, but they lie past `size`. */
-    ck_assert(!HC_OPS_HAS(be->ops, op_cost));
-    ck_assert(!HC_OPS_HAS(be->ops, set_threads));
-    ck_assert(HC_OPS_HAS(be->ops, glu));
-    ck_assert(HC_OPS_HAS(be->ops, axpy_rows));
-    ck_assert(!HC_OPS_HAS(be->ops, rmsnorm)); /* inside size, but NULL */
+    ck_assert(!HC_OPS_HAS(pl->ops, op_cost));
+    ck_assert(!HC_OPS_HAS(pl->ops, set_threads));
+    ck_assert(HC_OPS_HAS(pl->ops, glu));
+    ck_assert(HC_OPS_HAS(pl->ops, axpy_rows));
+    ck_assert(!HC_OPS_HAS(pl->ops, rmsnorm)); /* inside size, but NULL */
 }
 END_TEST
 
@@ -280,7 +280,7 @@ START_TEST(test_probe_zero)
     const hc_plugin_candidate *c =
         expect("libhc-noprobe.so", HC_CAND_REJECTED, "probe: cannot run on this machine");
     ck_assert_int_eq(c->probe, 0);
-    ck_assert_int_eq(reg.n_backends, 0);
+    ck_assert_int_eq(reg.n_plugins, 0);
 }
 END_TEST
 
@@ -304,7 +304,7 @@ START_TEST(test_init_fails)
     load(STUB("initfail"), NULL);
     expect("libhc-initfail.so", HC_CAND_REJECTED, "simulated driver failure (code 42)");
     expect("libhc-initfail.so", HC_CAND_REJECTED, "HC_E_DEVICE");
-    ck_assert_int_eq(reg.n_backends, 0);
+    ck_assert_int_eq(reg.n_plugins, 0);
 }
 END_TEST
 
@@ -312,7 +312,7 @@ START_TEST(test_required_entry_null)
 {
     load(STUB("nullaxpy"), NULL);
     expect("libhc-nullaxpy.so", HC_CAND_REJECTED, "axpy_rows");
-    ck_assert_int_eq(reg.n_backends, 0);
+    ck_assert_int_eq(reg.n_plugins, 0);
 }
 END_TEST
 
@@ -330,9 +330,9 @@ START_TEST(test_zero_devices)
     /* Loaded, and why it has no devices: the core's default, since the
      * stub's table has no no_device_reason (NULL). */
     expect("libhc-nodev.so", HC_CAND_LOADED, "no devices: the plugin does not say why");
-    hc_backend *be = hc_registry_find(&reg, "nodev");
-    ck_assert_ptr_nonnull(be);
-    ck_assert_int_eq(be->ops->device_count(be->ctx), 0);
+    hc_plugin *pl = hc_registry_find(&reg, "nodev");
+    ck_assert_ptr_nonnull(pl);
+    ck_assert_int_eq(pl->ops->device_count(pl->ctx), 0);
     ck_assert_msg(!log_has(HC_LOG_WARN, "nodev", NULL) && !log_has(HC_LOG_ERROR, "nodev", NULL),
                   "a plugin without devices is not an error; log:\n%s", g_log);
     ck_assert(log_has(HC_LOG_INFO, "libhc-nodev.so loaded (probe 10), no devices: ", NULL));
@@ -343,7 +343,7 @@ START_TEST(test_zero_devices)
     /* A 1.2 table (cut before no_device_reason, which the stub does set):
      * the entry is absent, the default is used. */
     load(STUB("nodevold"), NULL);
-    hc_backend *old = hc_registry_find(&reg, "nodevold");
+    hc_plugin *old = hc_registry_find(&reg, "nodevold");
     ck_assert_ptr_nonnull(old);
     ck_assert_uint_eq(old->ops->size, offsetof(hc_plugin_ops, no_device_reason));
     ck_assert_ptr_nonnull(old->ops->no_device_reason);
@@ -567,14 +567,14 @@ START_TEST(test_two_variants)
                            STUB("duo-high") ":" STUB("duo-low")};
     for (int k = 0; k < 2; k++) {
         load(paths[k], NULL);
-        ck_assert_int_eq(reg.n_backends, 1);
+        ck_assert_int_eq(reg.n_plugins, 1);
         expect("libhc-duo-high.so", HC_CAND_LOADED, NULL);
         const hc_plugin_candidate *c = expect("libhc-duo-low.so", HC_CAND_SHADOWED, "duo-high");
         ck_assert_int_eq(c->probe, 5);
-        hc_backend *be = hc_registry_find(&reg, "duo");
-        ck_assert_ptr_nonnull(be);
-        ck_assert_str_eq(be->variant, "high");
-        ck_assert_int_eq(be->probe, 20);
+        hc_plugin *pl = hc_registry_find(&reg, "duo");
+        ck_assert_ptr_nonnull(pl);
+        ck_assert_str_eq(pl->variant, "high");
+        ck_assert_int_eq(pl->probe, 20);
         ck_assert(log_has(HC_LOG_INFO, "[duo-high] stub init", NULL));
     }
 }
@@ -585,9 +585,9 @@ START_TEST(test_best_variant_init_fails)
     load(STUB("trio-best") ":" STUB("trio-ok"), NULL);
     expect("libhc-trio-best.so", HC_CAND_REJECTED, "simulated driver failure");
     expect("libhc-trio-ok.so", HC_CAND_LOADED, NULL);
-    hc_backend *be = hc_registry_find(&reg, "trio");
-    ck_assert_ptr_nonnull(be);
-    ck_assert_str_eq(be->variant, "ok");
+    hc_plugin *pl = hc_registry_find(&reg, "trio");
+    ck_assert_ptr_nonnull(pl);
+    ck_assert_str_eq(pl->variant, "ok");
 }
 END_TEST
 
@@ -617,10 +617,10 @@ START_TEST(test_select)
     expect("libhc-duo-high.so", HC_CAND_LOADED, NULL);
 
     load(path, ", ,"); /* names nothing: no filter */
-    ck_assert_int_eq(reg.n_backends, 3);
+    ck_assert_int_eq(reg.n_plugins, 3);
 
     load(path, "cpu");
-    ck_assert_int_eq(reg.n_backends, 0);
+    ck_assert_int_eq(reg.n_plugins, 0);
     for (int i = 0; i < reg.n_candidates; i++)
         ck_assert_int_eq(reg.candidates[i].state, HC_CAND_FILTERED);
 }
@@ -634,7 +634,7 @@ START_TEST(test_select_matches_nothing)
 
     /* One entry names nothing found: said, with the names that were. */
     load(path, "good, vulcan");
-    ck_assert_int_eq(reg.n_backends, 1);
+    ck_assert_int_eq(reg.n_plugins, 1);
     ck_assert_msg(strstr(reg.select_note, "'vulcan' matches no plugin found") &&
                       strstr(reg.select_note, "(found: good, duo-low, duo-high)") &&
                       !strstr(reg.select_note, "every plugin"),
@@ -643,7 +643,7 @@ START_TEST(test_select_matches_nothing)
 
     /* Nothing matches: every plugin is filtered out, and the note says so. */
     load(path, "missing,cpu-avx2");
-    ck_assert_int_eq(reg.n_backends, 0);
+    ck_assert_int_eq(reg.n_plugins, 0);
     ck_assert_msg(strstr(reg.select_note, "'missing', 'cpu-avx2' match no plugin found, so every "
                                           "plugin is filtered out") != NULL,
                   "note: %s", reg.select_note);
@@ -750,7 +750,7 @@ START_TEST(test_path_file_and_dir)
     ck_assert_int_eq(reg.n_candidates, 2);
     ck_assert_str_eq(reg.candidates[0].path, scratch("d1/libhc-good.so"));
     ck_assert_str_eq(reg.candidates[1].path, STUB("duo-high"));
-    ck_assert_int_eq(reg.n_backends, 2);
+    ck_assert_int_eq(reg.n_plugins, 2);
     expect("libhc-good.so", HC_CAND_LOADED, NULL);
     expect("libhc-duo-high.so", HC_CAND_LOADED, NULL);
 }
@@ -810,7 +810,7 @@ START_TEST(test_whole_stub_dir)
         ck_assert_str_eq(base_of(reg.candidates[i].path), want[i].name);
     for (int i = 0; i < n; i++)
         expect(want[i].name, want[i].state, NULL);
-    ck_assert_int_eq(reg.n_backends, 8);
+    ck_assert_int_eq(reg.n_plugins, 8);
 }
 END_TEST
 
@@ -1025,16 +1025,16 @@ START_TEST(test_example_plugin)
 {
     load(STUB("example"), NULL);
     expect("libhc-example.so", HC_CAND_LOADED, NULL);
-    hc_backend *be = hc_registry_find(&reg, "example");
-    ck_assert_ptr_nonnull(be);
-    const hc_plugin_ops *o = be->ops;
+    hc_plugin *pl = hc_registry_find(&reg, "example");
+    ck_assert_ptr_nonnull(pl);
+    const hc_plugin_ops *o = pl->ops;
     ck_assert(HC_OPS_HAS(o, buffer_host_ptr));
     ck_assert(!HC_OPS_HAS(o, rmsnorm));
-    ck_assert_int_eq(o->device_count(be->ctx), 1);
+    ck_assert_int_eq(o->device_count(pl->ctx), 1);
 
     hc_device *dev = NULL;
     hc_stream *s = NULL;
-    ck_assert_int_eq(o->device_open(be->ctx, 0, &dev), HC_OK);
+    ck_assert_int_eq(o->device_open(pl->ctx, 0, &dev), HC_OK);
     ck_assert_int_eq(o->stream_create(dev, &s), HC_OK);
 
     /* W is 3 x 4; two tokens.  Worked by hand:
@@ -1089,7 +1089,7 @@ START_TEST(test_example_plugin)
     ck_assert_int_eq(o->matmul(s, (hc_type)7, (hc_ref){bw, 0}, 3, 4, (hc_ref){bx, 0}, 1,
                                (hc_ref){by, 0}),
                      HC_E_UNSUPPORTED);
-    ck_assert_str_ne(o->last_error(be->ctx), "");
+    ck_assert_str_ne(o->last_error(pl->ctx), "");
     ck_assert_int_eq(o->matmul(s, HC_TYPE_F32, (hc_ref){bw, 0}, 4, 4, (hc_ref){bx, 0}, 1,
                                (hc_ref){by, 0}),
                      HC_E_INVALID);
@@ -1155,9 +1155,9 @@ START_TEST(test_vulkan_driver_stays_mapped)
     }
     char *before = mapped_files();
     load(plugin, "vulkan");
-    hc_backend *be = hc_registry_find(&reg, "vulkan");
-    ck_assert_ptr_nonnull(be);
-    if (be->ops->device_count(be->ctx) == 0) {
+    hc_plugin *pl = hc_registry_find(&reg, "vulkan");
+    ck_assert_ptr_nonnull(pl);
+    if (pl->ops->device_count(pl->ctx) == 0) {
         printf("test_vulkan_driver_stays_mapped: skipped: no Vulkan device (%s)\n",
                cand("libhc-vulkan.so")->reason);
         free(before);

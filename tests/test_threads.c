@@ -111,7 +111,9 @@ static void two_threads(const char *name, const char *device, int sparse, int hy
         return;
     }
     hc_model *m = load(name, device, sparse, hybrid);
-    ck_assert_msg(!hybrid || hc_model_plan(m) != NULL, "%s on %s: no placement", name, device);
+    hc_plan_info plan;
+    ck_assert_msg(!hybrid || hc_model_plan_info(m, &plan) == 0, "%s on %s: no placement", name,
+                  device);
     const int check = sparse == HC_SPARSE_PREDICTOR;
     job ref[2], run[2];
     make_job(&ref[0], m, "Once upon a time", check);

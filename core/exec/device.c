@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/plugin_entries.h"
 #include "util/log.h"
 
 static const char *status_name(hc_status st)
@@ -26,42 +27,56 @@ static int check(hc_dev *d, hc_status st, const char *what)
     if (st == HC_OK)
         return 0;
     d->last_status = st;
-    const char *detail = d->be && d->be->ctx ? d->be->ops->last_error(d->be->ctx) : "";
+    const char *detail =
+        d->plugin && d->plugin->ctx ? d->plugin->ops->last_error(d->plugin->ctx) : "";
     hc_set_error("%s: %s failed: %s%s%s", d->label, what, status_name(st),
                  detail && *detail ? ": " : "", detail ? detail : "");
     return -1;
 }
 
-static const struct {
-    const char *name;
-    int op;
-} optional_ops[] = {{"rmsnorm", HC_OP_RMSNORM}, {"rope", HC_OP_ROPE},
-                    {"attention", HC_OP_ATTENTION}, {"unary", HC_OP_UNARY},
-                    {"binary", HC_OP_BINARY}, {"glu", HC_OP_GLU}};
-
-/* HOTCOLD_DISABLE_OPS: a comma-separated list of optional ops.  The CPU
- * plugin is exempt: it is where the fallbacks run. */
+/* HOTCOLD_DISABLE_OPS: a comma-separated list of ops (the entries of
+ * HC_PLUGIN_ENTRIES that have an op id).  The CPU plugin is exempt: it is
+ * where the fallbacks run. */
 static uint32_t disabled_ops(const hc_dev *d)
 {
     const char *env = getenv("HOTCOLD_DISABLE_OPS");
     uint32_t mask = 0;
-    if (!env || !*env || strcmp(d->be->family, "cpu") == 0)
+    if (!env || !*env || strcmp(d->plugin->family, "cpu") == 0)
         return 0;
     for (const char *p = env; *p;) {
         size_t len = strcspn(p, ",");
-        int known = 0;
-        for (size_t i = 0; i < sizeof optional_ops / sizeof optional_ops[0]; i++)
-            if (strlen(optional_ops[i].name) == len && strncmp(p, optional_ops[i].name, len) == 0) {
-                mask |= 1u << optional_ops[i].op;
-                known = 1;
-            }
-        if (!known && len > 0)
-            hc_log(HC_LOG_WARN, "HOTCOLD_DISABLE_OPS: '%.*s' is not an optional op the core calls "
+        const hc_entry_info *e = hc_entry_named(p, len);
+        if (e && e->op != HC_OP_NONE)
+            mask |= 1u << e->op;
+        else if (len > 0)
+            hc_log(HC_LOG_WARN, "HOTCOLD_DISABLE_OPS: '%.*s' is not an op the core calls "
                    "(ignored)",
                    (int)len, p);
         p += len + (p[len] == ',');
     }
     return mask;
+}
+
+/* The ops d's plugin provides (its table, by HC_PLUGIN_ENTRIES), less the
+ * disabled ones. */
+static uint32_t usable_ops(const hc_dev *d)
+{
+    uint32_t mask = 0;
+    for (int i = 0; i < hc_n_entries; i++)
+        if (hc_entries[i].op != HC_OP_NONE && hc_entry_present(d->ops, &hc_entries[i]))
+            mask |= 1u << hc_entries[i].op;
+    return mask & ~disabled_ops(d);
+}
+
+/* HC_E_UNSUPPORTED from an op is a refusal of this one call (plugin.h):
+ * where a host device exists the call runs there instead. */
+static int refused(hc_dev *d, hc_status st, const char *op)
+{
+    if (st != HC_E_UNSUPPORTED || !d->host || d->host == d)
+        return 0;
+    HC_DEBUG("%s: %s refused this call (%s); running it on %s", d->label, op,
+             d->ops->last_error(d->plugin->ctx), d->host->label);
+    return 1;
 }
 
 int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
@@ -72,15 +87,15 @@ int hc_dev_open(hc_dev *d, hc_engine *e, int engine_device)
         return -1;
     }
     hc_engine_device *ed = &e->devices[engine_device];
-    d->be = ed->be;
-    d->ops = ed->be->ops;
+    d->plugin = ed->plugin;
+    d->ops = ed->plugin->ops;
     d->info = ed->info;
-    snprintf(d->label, sizeof d->label, "%s:%d", ed->be->family, ed->index);
-    if (check(d, d->ops->device_open(d->be->ctx, ed->index, &d->dev), "device_open"))
+    snprintf(d->label, sizeof d->label, "%s:%d", ed->plugin->family, ed->index);
+    if (check(d, d->ops->device_open(d->plugin->ctx, ed->index, &d->dev), "device_open"))
         goto fail;
     if (check(d, d->ops->stream_create(d->dev, &d->stream), "stream_create"))
         goto fail;
-    d->disabled = disabled_ops(d);
+    d->usable = usable_ops(d);
     return 0;
 fail:
     hc_dev_close(d);
@@ -90,12 +105,12 @@ fail:
 int hc_dev_open_stream(hc_dev *d, const hc_dev *owner)
 {
     memset(d, 0, sizeof *d);
-    d->be = owner->be;
+    d->plugin = owner->plugin;
     d->ops = owner->ops;
     d->dev = owner->dev;
     d->info = owner->info;
     memcpy(d->label, owner->label, sizeof d->label);
-    d->disabled = owner->disabled;
+    d->usable = owner->usable;
     d->borrowed = 1;
     if (check(d, d->ops->stream_create(d->dev, &d->stream), "stream_create")) {
         hc_dev_close(d);
@@ -144,7 +159,7 @@ void hc_dev_free(hc_dev *d, hc_buffer *b)
      * once. */
     if (d->stream && d->ops->stream_sync(d->stream) != HC_OK)
         HC_DEBUG("%s: stream_sync before buffer_free failed: %s", d->label,
-                 d->ops->last_error(d->be->ctx));
+                 d->ops->last_error(d->plugin->ctx));
     d->ops->buffer_free(b);
 }
 
@@ -157,7 +172,7 @@ int hc_dev_buffer_from_host(hc_dev *d, const void *ptr, uint64_t bytes, hc_buffe
         if (d->ops->buffer_wrap_host(d->dev, (void *)(uintptr_t)ptr, bytes, out) == HC_OK)
             return 0;
         HC_DEBUG("%s: wrap_host refused (%s); copying instead", d->label,
-                 d->ops->last_error(d->be->ctx));
+                 d->ops->last_error(d->plugin->ctx));
     }
     if (hc_dev_alloc(d, bytes, out))
         return -1;
@@ -195,21 +210,37 @@ int hc_dev_flush(hc_dev *d)
 int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
                   int64_t n, hc_ref y)
 {
-    return check(d, d->ops->matmul(d->stream, t, w, rows, cols, x, n, y), "matmul");
+    if (!hc_dev_uses(d, HC_OP_MATMUL))
+        return hc_dev_fallback_matmul(d, t, w, rows, cols, x, n, y);
+    hc_status st = d->ops->matmul(d->stream, t, w, rows, cols, x, n, y);
+    if (refused(d, st, "matmul"))
+        return hc_dev_fallback_matmul(d, t, w, rows, cols, x, n, y);
+    return check(d, st, "matmul");
 }
 
 int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
                        int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {
-    return check(d, d->ops->matvec_rows(d->stream, t, w, rows, cols, x, n, idx, n_idx, y),
-                 "matvec_rows");
+    if (!hc_dev_uses(d, HC_OP_MATVEC_ROWS))
+        return hc_dev_fallback_matvec_rows(d, t, w, rows, cols, x, n, idx, n_idx, y);
+    hc_status st = d->ops->matvec_rows(d->stream, t, w, rows, cols, x, n, idx, n_idx, y);
+    if (refused(d, st, "matvec_rows"))
+        return hc_dev_fallback_matvec_rows(d, t, w, rows, cols, x, n, idx, n_idx, y);
+    return check(d, st, "matvec_rows");
 }
 
+/* Without matmul_batch, or when it refuses the batch: one matmul or
+ * matvec_rows per desc (each of which may still fall back on its own). */
 int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64_t cols, hc_ref x,
                         int64_t n)
 {
-    if (HC_DEV_HAS(d, matmul_batch))
-        return check(d, d->ops->matmul_batch(d->stream, desc, n_desc, cols, x, n), "matmul_batch");
+    if (hc_dev_uses(d, HC_OP_MATMUL_BATCH)) {
+        hc_status st = d->ops->matmul_batch(d->stream, desc, n_desc, cols, x, n);
+        if (st != HC_E_UNSUPPORTED)
+            return check(d, st, "matmul_batch");
+        HC_DEBUG("%s: matmul_batch refused this batch (%s); one product at a time", d->label,
+                 d->ops->last_error(d->plugin->ctx));
+    }
     for (int i = 0; i < n_desc; i++) {
         const hc_matmul_desc *m = &desc[i];
         if (m->idx.buf ? hc_dev_matvec_rows(d, m->wtype, m->w, m->rows, cols, x, n, m->idx,
@@ -223,57 +254,79 @@ int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64
 int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols, hc_ref h,
                      int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {
-    return check(d, d->ops->axpy_rows(d->stream, t, wt, rows, cols, h, n, idx, n_idx, y),
-                 "axpy_rows");
+    if (!hc_dev_uses(d, HC_OP_AXPY_ROWS))
+        return hc_dev_fallback_axpy_rows(d, t, wt, rows, cols, h, n, idx, n_idx, y);
+    hc_status st = d->ops->axpy_rows(d->stream, t, wt, rows, cols, h, n, idx, n_idx, y);
+    if (refused(d, st, "axpy_rows"))
+        return hc_dev_fallback_axpy_rows(d, t, wt, rows, cols, h, n, idx, n_idx, y);
+    return check(d, st, "axpy_rows");
 }
 
 int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps)
 {
-    if (!HC_DEV_USES(d, rmsnorm, HC_OP_RMSNORM))
+    if (!hc_dev_uses(d, HC_OP_RMSNORM))
         return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
-    return check(d, d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps), "rmsnorm");
+    hc_status st = d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps);
+    if (refused(d, st, "rmsnorm"))
+        return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
+    return check(d, st, "rmsnorm");
 }
 
 int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
                 int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode)
 {
-    if (!HC_DEV_USES(d, rope, HC_OP_ROPE))
-        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base, freq_scale, mode);
-    return check(d,
-                 d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
-                              freq_scale, mode),
-                 "rope");
+    if (!hc_dev_uses(d, HC_OP_ROPE))
+        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+                                    freq_scale, mode);
+    hc_status st = d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+                                freq_scale, mode);
+    if (refused(d, st, "rope"))
+        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+                                    freq_scale, mode);
+    return check(d, st, "rope");
 }
 
 int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_t n_tok,
                      hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                      float scale)
 {
-    if (!HC_DEV_USES(d, attention, HC_OP_ATTENTION))
-        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv, head_dim, scale);
-    return check(d,
-                 d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
-                                   head_dim, scale),
-                 "attention");
+    if (!hc_dev_uses(d, HC_OP_ATTENTION))
+        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+                                         head_dim, scale);
+    hc_status st = d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+                                     head_dim, scale);
+    if (refused(d, st, "attention"))
+        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+                                         head_dim, scale);
+    return check(d, st, "attention");
 }
 
 int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param)
 {
-    if (!HC_DEV_USES(d, unary, HC_OP_UNARY))
+    if (!hc_dev_uses(d, HC_OP_UNARY))
         return hc_dev_fallback_unary(d, op, x, y, n, param);
-    return check(d, d->ops->unary(d->stream, op, x, y, n, param), "unary");
+    hc_status st = d->ops->unary(d->stream, op, x, y, n, param);
+    if (refused(d, st, "unary"))
+        return hc_dev_fallback_unary(d, op, x, y, n, param);
+    return check(d, st, "unary");
 }
 
 int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n)
 {
-    if (!HC_DEV_USES(d, binary, HC_OP_BINARY))
+    if (!hc_dev_uses(d, HC_OP_BINARY))
         return hc_dev_fallback_binary(d, op, a, b, y, n);
-    return check(d, d->ops->binary(d->stream, op, a, b, y, n), "binary");
+    hc_status st = d->ops->binary(d->stream, op, a, b, y, n);
+    if (refused(d, st, "binary"))
+        return hc_dev_fallback_binary(d, op, a, b, y, n);
+    return check(d, st, "binary");
 }
 
 int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift)
 {
-    if (!HC_DEV_USES(d, glu, HC_OP_GLU))
+    if (!hc_dev_uses(d, HC_OP_GLU))
         return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
-    return check(d, d->ops->glu(d->stream, act, g, u, h, n, shift), "glu");
+    hc_status st = d->ops->glu(d->stream, act, g, u, h, n, shift);
+    if (refused(d, st, "glu"))
+        return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
+    return check(d, st, "glu");
 }

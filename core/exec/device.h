@@ -2,13 +2,20 @@
  * A device as the core uses it: one plugin device, one in-order stream, and
  * thin wrappers over the plugin's ops that turn a failing hc_status into a
  * one-line hc_last_error() naming the plugin, the op and the plugin's own
- * last_error.  Optional ops the plugin lacks (NULL entries) get their single
- * default here: the op runs on the host device (the CPU plugin) and the
- * vectors it touches move there and back (device_fallback.c).
+ * last_error.
  *
- * HOTCOLD_DISABLE_OPS=rmsnorm,rope,... makes the core treat those optional
- * ops as missing on every non-CPU device: it tests the fallback on real
- * plugins and lets a user route around a suspect kernel.
+ * An op runs on the host device (the CPU plugin), its vectors moved there
+ * and back (device_fallback.c), when the plugin
+ *   - lacks it (a NULL optional entry),
+ *   - answers HC_E_UNSUPPORTED for this call (any op, required or not: a
+ *     type or shape it does not take; plugin.h), or
+ *   - has it disabled by HOTCOLD_DISABLE_OPS.
+ * Each such call counts in fallback_calls.  The host device itself has no
+ * host: there, a refusal is an error.
+ *
+ * HOTCOLD_DISABLE_OPS=rmsnorm,rope,... (any op of HC_PLUGIN_ENTRIES) makes
+ * the core treat those ops as missing on every non-CPU device: it tests the
+ * fallback on real plugins and lets a user route around a suspect kernel.
  */
 #ifndef HC_CORE_DEVICE_H
 #define HC_CORE_DEVICE_H
@@ -16,8 +23,11 @@
 #include "hotcold/plugin.h"
 #include "runtime/engine.h"
 
+/* Staging buffers of a fallback: one per operand it moves. */
+#define HC_DEV_FB_SLOTS 6
+
 typedef struct hc_dev {
-    hc_backend *be;
+    hc_plugin *plugin;
     const hc_plugin_ops *ops;
     hc_device *dev;
     hc_stream *stream;
@@ -25,11 +35,11 @@ typedef struct hc_dev {
     char label[64]; /* "cpu:0" */
     /* Where ops this plugin lacks run (the CPU device); NULL = nowhere. */
     struct hc_dev *host;
-    uint32_t disabled;       /* 1u << hc_op_id: optional ops treated as missing */
-    /* Host-device scratch for fallbacks, one per op argument. */
-    hc_buffer *fb_buf[5];
-    uint64_t fb_bytes[5];
-    uint64_t fallback_calls; /* ops that ran on the host instead */
+    uint32_t usable;         /* 1u << hc_op_id: ops it provides, less HOTCOLD_DISABLE_OPS */
+    /* Host-device scratch for fallbacks, one per operand moved. */
+    hc_buffer *fb_buf[HC_DEV_FB_SLOTS];
+    uint64_t fb_bytes[HC_DEV_FB_SLOTS];
+    uint64_t fallback_calls; /* op calls that ran on the host instead */
     hc_status last_status;   /* of the last failed call (HC_E_NOMEM: shrink and retry) */
     int borrowed;            /* dev is another hc_dev's (hc_dev_open_stream): not closed here */
 } hc_dev;
@@ -47,10 +57,14 @@ int hc_dev_open_stream(hc_dev *d, const hc_dev *owner);
 int hc_dev_end_stream(hc_dev *d);
 void hc_dev_close(hc_dev *d);
 
-/* Is this an op the plugin implements? */
+/* Is this an entry the plugin implements? */
 #define HC_DEV_HAS(d, field) HC_OPS_HAS((d)->ops, field)
-/* ... and that the core may call (not disabled by HOTCOLD_DISABLE_OPS). */
-#define HC_DEV_USES(d, field, op_id) (HC_DEV_HAS(d, field) && !((d)->disabled & (1u << (op_id))))
+/* ... an op (hc_op_id) it implements that the core may call (not disabled
+ * by HOTCOLD_DISABLE_OPS). */
+static inline int hc_dev_uses(const struct hc_dev *d, int op)
+{
+    return op >= 0 && op < 32 && (d->usable >> op & 1u);
+}
 
 /* Start queued work without waiting (ABI 1.1 stream_flush; no-op without). */
 int hc_dev_flush(hc_dev *d);
@@ -87,7 +101,16 @@ int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param);
 int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
 int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
 
-/* The fallbacks (device_fallback.c): run on d->host, moving the vectors. */
+/* The fallbacks (device_fallback.c): run on d->host, moving the operands.
+ * The weight ops move the whole weight down (matmul) or the listed rows
+ * only (matvec_rows, axpy_rows), and give the same bits as the host
+ * device computing on the full operands. */
+int hc_dev_fallback_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                           int64_t n, hc_ref y);
+int hc_dev_fallback_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols,
+                                hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+int hc_dev_fallback_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols,
+                              hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
 int hc_dev_fallback_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,
                             float eps);
 int hc_dev_fallback_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,

@@ -1,20 +1,26 @@
 /*
- * The one default for every optional op a plugin lacks: run it on the host
- * device (the CPU plugin) and move the vectors it touches.
+ * The one default for an op a plugin lacks, refuses for a call
+ * (HC_E_UNSUPPORTED) or has disabled: run it on the host device (the CPU
+ * plugin) and move the operands.
  *
  * Each argument is staged into a host-device scratch buffer: inputs are
  * downloaded from the device, the op runs on the host device, outputs are
  * uploaded back.  Arguments that name the same place (in-place ops such as
  * x += o) share one staging slot, so aliasing means the same as on the
- * device.  Everything is synchronous: a fallback is a correctness path, and
- * its cost shows up in `fallback_calls` and in the run's figures.
+ * device.  The sparse weight ops move only what the list reads: its rows of
+ * the weight, packed in list order, with the list renumbered 0..n_idx-1
+ * (matvec_rows and axpy_rows then give the bits they give on the full
+ * operands: each row's dot, and the list-order sum, are the same
+ * operations on the same numbers).  Everything is synchronous: a fallback
+ * is a correctness path, and its cost shows up in `fallback_calls` and in
+ * the run's figures.
  */
 #include <string.h>
 
 #include "exec/device.h"
 #include "util/log.h"
 
-#define N_SLOTS 5
+#define N_SLOTS HC_DEV_FB_SLOTS
 
 typedef struct stage {
     hc_ref dev;      /* the argument on d */
@@ -49,15 +55,24 @@ void hc_dev_fallback_free(hc_dev *d)
     }
 }
 
-/* Give every argument a host place and bring the inputs over. */
-static int stage_in(hc_dev *d, const char *op, stage *s, int n)
+/* A fallback of `op` starts: there must be a host device to run it, and
+ * the call counts. */
+static int fallback_begin(hc_dev *d, const char *op)
 {
     if (!d->host || !HC_DEV_HAS(d->host, buffer_host_ptr)) {
         hc_set_error("%s: plugin '%s' does not implement %s and no CPU device is open to run it",
-                     d->label, d->be->family, op);
+                     d->label, d->plugin->family, op);
         return -1;
     }
     d->fallback_calls++;
+    return 0;
+}
+
+/* Give every argument a host place and bring the inputs over. */
+static int stage_in(hc_dev *d, const char *op, stage *s, int n)
+{
+    if (fallback_begin(d, op))
+        return -1;
     for (int i = 0; i < n; i++) {
         s[i].same_as = -1;
         for (int j = 0; j < i; j++)
@@ -107,6 +122,173 @@ static int stage_out(hc_dev *d, stage *s, int n)
 }
 
 #define F32 ((uint64_t)sizeof(float))
+
+/* Host-device scratch slot `slot` with room for `bytes`: its ref and host
+ * address. */
+static int host_place(hc_dev *d, int slot, uint64_t bytes, hc_ref *ref, void **ptr)
+{
+    if (ensure_slot(d, slot, bytes ? bytes : 4))
+        return -1;
+    *ref = (hc_ref){d->fb_buf[slot], 0};
+    *ptr = d->host->ops->buffer_host_ptr(d->fb_buf[slot]);
+    if (!*ptr) {
+        hc_set_error("%s: the CPU device gave no host address for a fallback buffer", d->label);
+        return -1;
+    }
+    return 0;
+}
+
+/* a * b * c bytes, or -1 with the error set when the shape is negative or
+ * the product overflows. */
+static int shape_bytes(const hc_dev *d, const char *op, int64_t a, int64_t b, uint64_t c,
+                       uint64_t *out)
+{
+    uint64_t ab;
+    if (a < 0 || b < 0 || __builtin_mul_overflow((uint64_t)a, (uint64_t)b, &ab) ||
+        __builtin_mul_overflow(ab, c, out)) {
+        hc_set_error("%s: %s fallback: bad shape %lld x %lld x %llu", d->label, op, (long long)a,
+                     (long long)b, (unsigned long long)c);
+        return -1;
+    }
+    return 0;
+}
+
+/* The operands a sparse weight op reads, on the host device: its list (in
+ * idx, the original, and in seq as 0..n_idx-1) and its listed weight rows
+ * packed in list order (wp).  Runs of consecutive rows come down in one
+ * transfer each. */
+typedef struct sparse_stage {
+    uint64_t row_bytes;
+    const int32_t *idx;
+    hc_ref seq, wp;
+} sparse_stage;
+
+enum { SLOT_IDX, SLOT_SEQ, SLOT_W, SLOT_A, SLOT_B, SLOT_C }; /* SLOT_C < N_SLOTS */
+
+static int stage_sparse(hc_dev *d, const char *op, hc_type t, hc_ref w, int64_t rows,
+                        int64_t cols, hc_ref idx, int64_t n_idx, sparse_stage *ss)
+{
+    void *ip, *sp, *wp;
+    hc_ref ir;
+    uint64_t ib, wb;
+    ss->row_bytes = hc_type_row_size(t, cols);
+    if (rows < 0 || (ss->row_bytes == 0 && cols != 0)) {
+        hc_set_error("%s: %s fallback: weight type %d with %lld x %lld is no weight shape",
+                     d->label, op, (int)t, (long long)rows, (long long)cols);
+        return -1;
+    }
+    if (shape_bytes(d, op, n_idx, 1, sizeof(int32_t), &ib) ||
+        shape_bytes(d, op, n_idx, 1, ss->row_bytes, &wb) ||
+        host_place(d, SLOT_IDX, ib, &ir, &ip) || host_place(d, SLOT_SEQ, ib, &ss->seq, &sp) ||
+        host_place(d, SLOT_W, wb, &ss->wp, &wp))
+        return -1;
+    if (ib && (hc_dev_download(d, ip, idx, ib) || hc_dev_sync(d)))
+        return -1;
+    const int32_t *list = ip;
+    for (int64_t k = 0; k < n_idx; k++) {
+        if (list[k] < 0 || list[k] >= rows) {
+            hc_set_error("%s: %s fallback: idx[%lld] = %d is outside [0, %lld)", d->label, op,
+                         (long long)k, (int)list[k], (long long)rows);
+            return -1;
+        }
+        ((int32_t *)sp)[k] = (int32_t)k;
+    }
+    for (int64_t k = 0, run; k < n_idx; k += run) {
+        for (run = 1; k + run < n_idx && list[k + run] == list[k] + run; run++)
+            ;
+        if (hc_dev_download(d, (uint8_t *)wp + (uint64_t)k * ss->row_bytes,
+                            hc_ref_at(w, (uint64_t)list[k] * ss->row_bytes),
+                            (uint64_t)run * ss->row_bytes))
+            return -1;
+    }
+    ss->idx = list;
+    return hc_dev_sync(d);
+}
+
+int hc_dev_fallback_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
+                           int64_t n, hc_ref y)
+{
+    uint64_t wb, xb, yb;
+    if (shape_bytes(d, "matmul", rows, 1, hc_type_row_size(t, cols), &wb) ||
+        shape_bytes(d, "matmul", n, cols, F32, &xb) || shape_bytes(d, "matmul", n, rows, F32, &yb))
+        return -1;
+    stage s[3] = {{.dev = w, .bytes = wb, .in = 1},
+                  {.dev = x, .bytes = xb, .in = 1},
+                  {.dev = y, .bytes = yb, .out = 1}};
+    if (stage_in(d, "matmul", s, 3) ||
+        hc_dev_matmul(d->host, t, s[0].host, rows, cols, s[1].host, n, s[2].host))
+        return -1;
+    return stage_out(d, s, 3);
+}
+
+/* The listed rows computed on the host into a packed n x n_idx y, then put
+ * in their places of the device's y (its other rows come back as they
+ * were). */
+int hc_dev_fallback_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols,
+                                hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    sparse_stage ss;
+    hc_ref xr, ypr, yr;
+    void *xp, *ypp, *yp;
+    uint64_t xb, ypb, yb;
+    if (fallback_begin(d, "matvec_rows") || shape_bytes(d, "matvec_rows", n, cols, F32, &xb) ||
+        shape_bytes(d, "matvec_rows", n, n_idx, F32, &ypb) ||
+        shape_bytes(d, "matvec_rows", n, rows, F32, &yb))
+        return -1;
+    if (n_idx == 0 || n == 0)
+        return 0; /* no row to compute */
+    if (stage_sparse(d, "matvec_rows", t, w, rows, cols, idx, n_idx, &ss) ||
+        host_place(d, SLOT_A, xb, &xr, &xp) || host_place(d, SLOT_B, ypb, &ypr, &ypp) ||
+        host_place(d, SLOT_C, yb, &yr, &yp) || hc_dev_download(d, xp, x, xb) ||
+        hc_dev_download(d, yp, y, yb) || hc_dev_sync(d))
+        return -1;
+    if (hc_dev_matvec_rows(d->host, t, ss.wp, n_idx, cols, xr, n, ss.seq, n_idx, ypr) ||
+        hc_dev_sync(d->host))
+        return -1;
+    const float *packed = ypp;
+    float *full = yp;
+    for (int64_t tok = 0; tok < n; tok++)
+        for (int64_t k = 0; k < n_idx; k++)
+            full[tok * rows + ss.idx[k]] = packed[tok * n_idx + k];
+    /* The staging memory is reused by the next fallback: the upload must
+     * have read it before this returns. */
+    if (hc_dev_upload(d, y, yp, yb))
+        return -1;
+    return hc_dev_sync(d);
+}
+
+/* h's listed entries packed the same way (h[t][idx[k]] -> hp[t][k]); y
+ * comes down whole, gains the sum on the host and goes back. */
+int hc_dev_fallback_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols,
+                              hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    sparse_stage ss;
+    hc_ref hr, hpr, yr;
+    void *hp, *hpp, *yp;
+    uint64_t hb, hpb, yb;
+    if (fallback_begin(d, "axpy_rows") || shape_bytes(d, "axpy_rows", n, rows, F32, &hb) ||
+        shape_bytes(d, "axpy_rows", n, n_idx, F32, &hpb) ||
+        shape_bytes(d, "axpy_rows", n, cols, F32, &yb))
+        return -1;
+    if (n_idx == 0 || n == 0)
+        return 0; /* nothing to add */
+    if (stage_sparse(d, "axpy_rows", t, wt, rows, cols, idx, n_idx, &ss) ||
+        host_place(d, SLOT_A, hb, &hr, &hp) || host_place(d, SLOT_B, hpb, &hpr, &hpp) ||
+        host_place(d, SLOT_C, yb, &yr, &yp) || hc_dev_download(d, hp, h, hb) ||
+        hc_dev_download(d, yp, y, yb) || hc_dev_sync(d))
+        return -1;
+    const float *full = hp;
+    float *packed = hpp;
+    for (int64_t tok = 0; tok < n; tok++)
+        for (int64_t k = 0; k < n_idx; k++)
+            packed[tok * n_idx + k] = full[tok * rows + ss.idx[k]];
+    if (hc_dev_axpy_rows(d->host, t, ss.wp, n_idx, cols, hpr, n, ss.seq, n_idx, yr) ||
+        hc_dev_sync(d->host))
+        return -1;
+    if (hc_dev_upload(d, y, yp, yb))
+        return -1;
+    return hc_dev_sync(d);
+}
 
 int hc_dev_fallback_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,
                             float eps)

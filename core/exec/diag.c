@@ -54,8 +54,16 @@ const char *hc_diag_label(const hc_diag *d)
 
 const char *hc_diag_plugin_error(const hc_diag *d)
 {
-    const char *e = d->dev.ops->last_error ? d->dev.ops->last_error(d->dev.be->ctx) : NULL;
+    const char *e = d->dev.ops->last_error ? d->dev.ops->last_error(d->dev.plugin->ctx) : NULL;
     return e ? e : "";
+}
+
+double hc_diag_op_cost(const hc_diag *d, int op, hc_type type, int64_t rows, int64_t cols,
+                       int64_t n)
+{
+    if (!HC_DEV_HAS(&d->dev, op_cost))
+        return -1;
+    return d->dev.ops->op_cost(d->dev.dev, op, type, rows, cols, n);
 }
 
 int hc_diag_alloc(hc_diag *d, uint64_t bytes, hc_buffer **out)

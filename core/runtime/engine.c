@@ -26,32 +26,32 @@ static int online_cpus(void)
     return n > 0 ? (int)n : 1;
 }
 
-static hc_status query_info(const hc_backend *be, int index, hc_device_info *out)
+static hc_status query_info(const hc_plugin *pl, int index, hc_device_info *out)
 {
     memset(out, 0, sizeof *out);
     out->size = sizeof *out;
-    hc_status st = be->ops->device_info(be->ctx, index, out);
+    hc_status st = pl->ops->device_info(pl->ctx, index, out);
     out->name[sizeof out->name - 1] = 0; /* a plugin may fill all 128 bytes */
     return st;
 }
 
-/* Append the devices of the backends loaded since the first `from`. */
+/* Append the devices of the plugins loaded since the first `from`. */
 static int collect_devices(hc_engine *e, int from)
 {
-    for (int b = from; b < e->reg.n_backends; b++) {
-        hc_backend *be = &e->reg.backends[b];
-        int n = be->ops->device_count(be->ctx);
+    for (int b = from; b < e->reg.n_plugins; b++) {
+        hc_plugin *pl = &e->reg.plugins[b];
+        int n = pl->ops->device_count(pl->ctx);
         if (n < 0) {
-            HC_WARN("%s: device_count failed (%d): %s", be->path, n, be->ops->last_error(be->ctx));
+            HC_WARN("%s: device_count failed (%d): %s", pl->path, n, pl->ops->last_error(pl->ctx));
             n = 0;
         }
         for (int i = 0; i < n; i++) {
             hc_device_info info;
-            hc_status st = query_info(be, i, &info);
+            hc_status st = query_info(pl, i, &info);
             if (st != HC_OK) {
                 /* One unreadable device should not hide the others. */
-                HC_WARN("%s: device %d skipped, device_info failed (status %d): %s", be->family, i,
-                        (int)st, be->ops->last_error(be->ctx));
+                HC_WARN("%s: device %d skipped, device_info failed (status %d): %s", pl->family, i,
+                        (int)st, pl->ops->last_error(pl->ctx));
                 continue;
             }
             if (e->n_devices == e->cap_devices) {
@@ -65,7 +65,7 @@ static int collect_devices(hc_engine *e, int from)
                 e->cap_devices = ncap;
             }
             hc_engine_device *d = &e->devices[e->n_devices++];
-            d->be = be;
+            d->plugin = pl;
             d->index = i;
             d->info = info;
         }
@@ -80,11 +80,11 @@ static int collect_devices(hc_engine *e, int from)
 static int activate(const hc_engine *ce, const char *family)
 {
     hc_engine *e = (hc_engine *)ce;
-    int from = e->reg.n_backends;
+    int from = e->reg.n_plugins;
     int rc = 0;
     if (hc_registry_activate(&e->reg, family) > 0) {
         rc = collect_devices(e, from);
-        HC_INFO("engine: %d plugin(s) initialised, %d device(s) in all", e->reg.n_backends,
+        HC_INFO("engine: %d plugin(s) initialised, %d device(s) in all", e->reg.n_plugins,
                 e->n_devices);
     }
     return rc;
@@ -159,14 +159,14 @@ int hc_engine_set_threads(hc_engine *e, int n_threads)
     }
     int n = n_threads > 0 ? n_threads : online_cpus();
     int rc = 0;
-    for (int b = 0; b < e->reg.n_backends; b++) {
-        hc_backend *be = &e->reg.backends[b];
-        if (!HC_OPS_HAS(be->ops, set_threads))
+    for (int b = 0; b < e->reg.n_plugins; b++) {
+        hc_plugin *pl = &e->reg.plugins[b];
+        if (!HC_OPS_HAS(pl->ops, set_threads))
             continue;
-        hc_status st = be->ops->set_threads(be->ctx, n);
+        hc_status st = pl->ops->set_threads(pl->ctx, n);
         if (st != HC_OK) {
-            hc_set_error("%s: set_threads(%d) failed (status %d): %s", be->family, n, (int)st,
-                         be->ops->last_error(be->ctx));
+            hc_set_error("%s: set_threads(%d) failed (status %d): %s", pl->family, n, (int)st,
+                         pl->ops->last_error(pl->ctx));
             rc = -1;
         }
     }
@@ -179,7 +179,7 @@ int hc_engine_set_threads(hc_engine *e, int n_threads)
     for (int i = 0; i < e->n_devices; i++) {
         hc_engine_device *d = &e->devices[i];
         hc_device_info info;
-        if (query_info(d->be, d->index, &info) == HC_OK)
+        if (query_info(d->plugin, d->index, &info) == HC_OK)
             d->info = info;
     }
     return rc;
@@ -239,7 +239,7 @@ int hc_engine_device_report(const hc_engine *e, int i, hc_device_report *out)
         hc_set_error("hc_engine_device_report: no device %d", i);
         return -1;
     }
-    out->family = e->devices[i].be->family;
+    out->family = e->devices[i].plugin->family;
     out->index = e->devices[i].index;
     out->info = e->devices[i].info;
     return 0;
@@ -270,7 +270,7 @@ int hc_engine_find_device(const hc_engine *e, const char *spec)
             index = index * 10 + (*p - '0');
         }
     }
-    char family[sizeof e->devices->be->family];
+    char family[sizeof e->devices->plugin->family];
     if (fam_len >= sizeof family) {
         hc_set_error("no device '%s': no plugin family has so long a name", spec);
         return -1;
@@ -281,7 +281,7 @@ int hc_engine_find_device(const hc_engine *e, const char *spec)
     int n_family = 0;
     for (int i = 0; i < e->n_devices; i++) {
         const hc_engine_device *d = &e->devices[i];
-        if (strlen(d->be->family) != fam_len || strncmp(d->be->family, spec, fam_len) != 0)
+        if (strlen(d->plugin->family) != fam_len || strncmp(d->plugin->family, spec, fam_len) != 0)
             continue;
         if (index < 0 || d->index == index)
             return i;

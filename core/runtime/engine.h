@@ -21,7 +21,7 @@
 #include "runtime/loader.h"
 
 typedef struct hc_engine_device {
-    hc_backend *be;     /* plugin that owns it */
+    hc_plugin *plugin;  /* the loaded plugin that owns it */
     int index;          /* index within that plugin */
     hc_device_info info;
 } hc_engine_device;

@@ -9,7 +9,7 @@
  *   3. check each remaining file's ELF headers (a truncated file would
  *      crash dlopen), dlopen it, check its table's header, call probe();
  *      what passes is DEFERRED;
- *   4. copy the candidate records into the registry, with a backend slot
+ *   4. copy the candidate records into the registry, with a plugin slot
  *      per family;
  *   5. unless init is deferred, activate every family: init() the best
  *      probe, falling back to the next best variant when init() fails; the
@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "runtime/elf_check.h"
+#include "runtime/plugin_entries.h"
 #include "util/log.h"
 
 #ifndef HC_PLUGIN_INSTALL_DIR
@@ -42,12 +43,6 @@
 #ifndef HC_INSTALL_LIBDIR /* CMake's CMAKE_INSTALL_LIBDIR, relative to the prefix */
 #define HC_INSTALL_LIBDIR "lib"
 #endif
-
-/* The smallest acceptable table: every required 1.0 entry inside `size`.
- * axpy_rows is the last required entry; the optional ones after it may be
- * cut by an older or leaner plugin (HC_OPS_HAS then reports them absent). */
-#define HC_OPS_MIN_SIZE \
-    (offsetof(hc_plugin_ops, axpy_rows) + sizeof(((hc_plugin_ops *)0)->axpy_rows))
 
 /* ---- search path ----------------------------------------------------------- */
 
@@ -656,10 +651,16 @@ static void open_candidate(item *it)
                ops->abi_major, ops->abi_major, ops->abi_minor, HC_PLUGIN_ABI_MAJOR);
         return;
     }
-    if (ops->size < HC_OPS_MIN_SIZE) {
+    /* The smallest acceptable table: every required entry inside `size`
+     * (HC_PLUGIN_ENTRIES); the optional ones after the last of them may be
+     * cut by an older or leaner plugin (HC_OPS_HAS then reports them
+     * absent). */
+    const hc_entry_info *last_required = NULL;
+    size_t min_size = hc_entries_min_size(&last_required);
+    if (ops->size < min_size) {
         decide(it, HC_CAND_REJECTED,
-               "ops table too small: size %zu, ABI %d.0 needs at least %zu (through axpy_rows)",
-               ops->size, HC_PLUGIN_ABI_MAJOR, (size_t)HC_OPS_MIN_SIZE);
+               "ops table too small: size %zu, ABI %d.0 needs at least %zu (through %s)",
+               ops->size, HC_PLUGIN_ABI_MAJOR, min_size, last_required->name);
         return;
     }
     const char *fam = ops->family ? ops->family : "";
@@ -669,21 +670,9 @@ static void open_candidate(item *it)
                fam, var, it->c.family, it->c.variant);
         return;
     }
-    const struct {
-        const char *name;
-        int present;
-    } required[] = {
-#define HC_REQ(f) {#f, ops->f != NULL}
-        HC_REQ(probe),        HC_REQ(init),           HC_REQ(shutdown),     HC_REQ(last_error),
-        HC_REQ(device_count), HC_REQ(device_info),    HC_REQ(device_open),  HC_REQ(device_close),
-        HC_REQ(buffer_alloc), HC_REQ(buffer_free),    HC_REQ(stream_create), HC_REQ(stream_destroy),
-        HC_REQ(stream_sync),  HC_REQ(upload),         HC_REQ(download),     HC_REQ(matmul),
-        HC_REQ(matvec_rows),  HC_REQ(axpy_rows),
-#undef HC_REQ
-    };
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
-        if (!required[i].present) {
-            decide(it, HC_CAND_REJECTED, "required entry %s is NULL", required[i].name);
+    for (int i = 0; i < hc_n_entries; i++) {
+        if (hc_entries[i].required && !hc_entry_present(ops, &hc_entries[i])) {
+            decide(it, HC_CAND_REJECTED, "required entry %s is NULL", hc_entries[i].name);
             return;
         }
     }
@@ -699,52 +688,52 @@ static void open_candidate(item *it)
 /* ---- choosing one variant per family --------------------------------------- */
 
 /* What each loaded plugin's hc_plugin_host points at.  It lives in the same
- * allocation as the backend array, after it, so it stays put (plugins may
+ * allocation as the plugin array, after it, so it stays put (plugins may
  * keep the host pointer) and is freed with the registry. */
-typedef struct backend_host {
+typedef struct plugin_host {
     hc_plugin_host host;
-    char name[sizeof(((hc_backend *)0)->family) + sizeof(((hc_backend *)0)->variant) + 1];
-} backend_host;
+    char name[sizeof(((hc_plugin *)0)->family) + sizeof(((hc_plugin *)0)->variant) + 1];
+} plugin_host;
 
 static int deferred_of(const hc_plugin_candidate *c, const char *family)
 {
     return c->state == HC_CAND_DEFERRED && strcmp(c->family, family) == 0;
 }
 
-/* init() c into the next backend slot; 1 if it succeeded. */
+/* init() c into the next plugin slot; 1 if it succeeded. */
 static int try_init(hc_registry *r, hc_plugin_candidate *c)
 {
-    hc_backend *be = &r->backends[r->n_backends];
-    backend_host *bh = &((backend_host *)r->hosts_)[r->n_backends];
-    memset(bh, 0, sizeof *bh);
-    snprintf(bh->name, sizeof bh->name, "%s%s%s", c->family, c->variant[0] ? "-" : "",
+    hc_plugin *pl = &r->plugins[r->n_plugins];
+    plugin_host *ph = &((plugin_host *)r->hosts_)[r->n_plugins];
+    memset(ph, 0, sizeof *ph);
+    snprintf(ph->name, sizeof ph->name, "%s%s%s", c->family, c->variant[0] ? "-" : "",
              c->variant);
-    bh->host.size = sizeof bh->host;
-    bh->host.abi_major = HC_PLUGIN_ABI_MAJOR;
-    bh->host.abi_minor = HC_PLUGIN_ABI_MINOR;
-    bh->host.log = hc_log_from_plugin;
-    bh->host.log_user = bh->name;
-    bh->host.n_threads = r->n_threads;
+    ph->host.size = sizeof ph->host;
+    ph->host.abi_major = HC_PLUGIN_ABI_MAJOR;
+    ph->host.abi_minor = HC_PLUGIN_ABI_MINOR;
+    ph->host.log = hc_log_from_plugin;
+    ph->host.log_user = ph->name;
+    ph->host.n_threads = r->n_threads;
 
     hc_plugin_ctx *ctx = NULL;
-    hc_status st = c->ops->init(&bh->host, &ctx);
+    hc_status st = c->ops->init(&ph->host, &ctx);
     if (st != HC_OK) {
         /* A failed init normally leaves no context; last_error(NULL) then
-         * reports the failure (PLUGINS.md). */
+         * reports the failure (docs/PLUGINS.md). */
         const char *detail = c->ops->last_error(ctx);
         decide_c(c, HC_CAND_REJECTED, "init failed (%s)%s%s", status_word(st),
                  detail && *detail ? ": " : "", detail ? detail : "");
         return 0;
     }
-    memset(be, 0, sizeof *be);
-    snprintf(be->path, sizeof be->path, "%s", c->path);
-    snprintf(be->family, sizeof be->family, "%s", c->family);
-    snprintf(be->variant, sizeof be->variant, "%s", c->variant);
-    be->ops = c->ops;
-    be->ctx = ctx;
-    be->dl = c->dl;
-    be->probe = c->probe;
-    r->n_backends++;
+    memset(pl, 0, sizeof *pl);
+    snprintf(pl->path, sizeof pl->path, "%s", c->path);
+    snprintf(pl->family, sizeof pl->family, "%s", c->family);
+    snprintf(pl->variant, sizeof pl->variant, "%s", c->variant);
+    pl->ops = c->ops;
+    pl->ctx = ctx;
+    pl->dl = c->dl;
+    pl->probe = c->probe;
+    r->n_plugins++;
     /* Zero devices is a valid answer, but the user will want to know why
      * (ABI 1.3 no_device_reason; the core's default without it). */
     const char *none = NULL;
@@ -800,9 +789,9 @@ int hc_registry_activate(hc_registry *r, const char *family)
     return n;
 }
 
-/* Room for one backend per family that has a deferred candidate: backends
+/* Room for one plugin per family that has a deferred candidate: plugins
  * never move once loaded, so the array is sized now. */
-static int alloc_backends(hc_registry *r)
+static int alloc_plugins(hc_registry *r)
 {
     int n_families = 0;
     for (int i = 0; i < r->n_candidates; i++) {
@@ -814,13 +803,13 @@ static int alloc_backends(hc_registry *r)
     }
     if (n_families == 0)
         return 0;
-    size_t align = alignof(backend_host);
-    size_t be_bytes = ((size_t)n_families * sizeof(hc_backend) + align - 1) / align * align;
-    void *block = calloc(1, be_bytes + (size_t)n_families * sizeof(backend_host));
+    size_t align = alignof(plugin_host);
+    size_t pl_bytes = ((size_t)n_families * sizeof(hc_plugin) + align - 1) / align * align;
+    void *block = calloc(1, pl_bytes + (size_t)n_families * sizeof(plugin_host));
     if (!block)
         return -1;
-    r->backends = block;
-    r->hosts_ = (char *)block + be_bytes;
+    r->plugins = block;
+    r->hosts_ = (char *)block + pl_bytes;
     return 0;
 }
 
@@ -880,7 +869,7 @@ int hc_registry_load(hc_registry *r, const hc_loader_options *opt)
     }
     r->n_candidates = s.n;
     r->n_threads = opt->n_threads;
-    if (alloc_backends(r) != 0)
+    if (alloc_plugins(r) != 0)
         goto out;
     if (!opt->defer_init)
         hc_registry_activate(r, NULL);
@@ -899,22 +888,22 @@ void hc_registry_free(hc_registry *r)
 {
     if (!r)
         return;
-    for (int i = 0; i < r->n_backends; i++)
-        if (r->backends[i].ops)
-            r->backends[i].ops->shutdown(r->backends[i].ctx);
+    for (int i = 0; i < r->n_plugins; i++)
+        if (r->plugins[i].ops)
+            r->plugins[i].ops->shutdown(r->plugins[i].ctx);
     free(r->candidates);
     free(r->entries);
-    free(r->backends); /* also frees the hc_plugin_host blocks behind it */
+    free(r->plugins); /* also frees the hc_plugin_host blocks behind it */
     memset(r, 0, sizeof *r);
 }
 
-hc_backend *hc_registry_find(hc_registry *r, const char *family)
+hc_plugin *hc_registry_find(hc_registry *r, const char *family)
 {
     if (!r || !family)
         return NULL;
-    for (int i = 0; i < r->n_backends; i++)
-        if (strcmp(r->backends[i].family, family) == 0)
-            return &r->backends[i];
+    for (int i = 0; i < r->n_plugins; i++)
+        if (strcmp(r->plugins[i].family, family) == 0)
+            return &r->plugins[i];
     return NULL;
 }
 

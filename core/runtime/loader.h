@@ -24,8 +24,9 @@
  * probe() called.  Per family the highest non-zero probe wins (ties: first
  * in search order); its init() is called.  $HOTCOLD_PLUGINS=cpu,vulkan keeps
  * only the listed families (a family name or family-variant).  Plugins are
- * never dlclose()d while the process runs (HIP's runtime leaks on dlclose;
- * see TOOLCHAIN.md).
+ * never dlclose()d while the process runs: the HIP runtime leaks ~800 bytes
+ * when a plugin using it is dlclosed (LeakSanitizer reports them), and a
+ * GPU runtime's threads and atexit handlers may outlive the unload.
  *
  * With defer_init (the engine's mode) no init() is called at load: every
  * usable candidate stays DEFERRED until hc_registry_activate() names its
@@ -102,7 +103,7 @@ typedef struct hc_search_report {
 } hc_search_report;
 
 /* One loaded plugin (one per family). */
-typedef struct hc_backend {
+typedef struct hc_plugin {
     char path[HC_PLUGIN_PATH_MAX];
     char family[32];
     char variant[32];
@@ -110,7 +111,7 @@ typedef struct hc_backend {
     hc_plugin_ctx *ctx;
     void *dl;           /* dlopen handle (kept open) */
     int probe;
-} hc_backend;
+} hc_plugin;
 
 typedef struct hc_loader_options {
     const char *plugin_path; /* overrides $HOTCOLD_PLUGIN_PATH when non-NULL */
@@ -125,31 +126,31 @@ typedef struct hc_registry {
     hc_plugin_candidate *candidates;
     int n_candidates;
     /* Loaded plugins, in the order their families were activated.  The
-     * array has room for every family from the start, so a backend never
+     * array has room for every family from the start, so a plugin never
      * moves once loaded. */
-    hc_backend *backends;
-    int n_backends;
+    hc_plugin *plugins;
+    int n_plugins;
     hc_search_report *entries; /* the search path walked, in order */
     int n_entries;
     char select_note[512];  /* $HOTCOLD_PLUGINS entries that matched nothing; "" if none */
     int n_threads;          /* what plugins initialised from now on are told */
-    void *hosts_;           /* each backend slot's hc_plugin_host (internal) */
+    void *hosts_;           /* each plugin slot's hc_plugin_host (internal) */
 } hc_registry;
 
 /* Discover and load plugins.  Always succeeds in the sense that a registry
- * with zero backends is a valid answer (returns 0); returns -1 only on
+ * with zero plugins is a valid answer (returns 0); returns -1 only on
  * out-of-memory.  Every rejection is logged at INFO level with its reason.
  * With opt->defer_init the usable candidates are left DEFERRED. */
 int hc_registry_load(hc_registry *r, const hc_loader_options *opt);
 /* init() the best deferred variant of `family` (NULL: of every family, in
  * the order they were found), falling back to the next variant when init()
  * fails, exactly as a load without defer_init does.  A family already
- * decided is left alone.  Returns the number of backends it loaded. */
+ * decided is left alone.  Returns the number of plugins it loaded. */
 int hc_registry_activate(hc_registry *r, const char *family);
-/* shutdown() every backend and free the lists (libraries stay mapped). */
+/* shutdown() every plugin and free the lists (libraries stay mapped). */
 void hc_registry_free(hc_registry *r);
-/* The loaded backend of a family ("cpu"), or NULL.  Activates nothing. */
-hc_backend *hc_registry_find(hc_registry *r, const char *family);
+/* The loaded plugin of a family ("cpu"), or NULL.  Activates nothing. */
+hc_plugin *hc_registry_find(hc_registry *r, const char *family);
 /* One line on what became of `family`'s plugins, for an error that says why
  * there is no device of it: "no plugin of family 'x' was found ...", "every
  * cpu plugin found was filtered out: not selected by $HOTCOLD_PLUGINS=...",

@@ -1,10 +1,11 @@
 /*
  * Placement: which parts of a model sit on the GPU under a byte budget.
  *
- * PowerInfer's order (POWERINFER-FORMAT.md): the GPU is filled with, in
- * turn, attention (attn_norm, wq, wk, wv, wo) of layer 0, 1, ... , then the
- * predictors (fc1, fc2) layer by layer, then ffn_norm of every layer, then
- * the output head (output_norm + output), then the KV cache layer by layer;
+ * PowerInfer's order (the VRAM fill order of its llama.cpp fork): the GPU
+ * is filled with, in turn, attention (attn_norm, wq, wk, wv, wo) of layer
+ * 0, 1, ... , then the predictors (fc1, fc2) layer by layer, then ffn_norm
+ * of every layer, then the output head (output_norm + output), then the KV
+ * cache layer by layer;
  * each item goes on the GPU only if it still fits (an item that does not
  * fit is skipped and the fill goes on with the next one: a smaller item
  * further down the list may still fit).  What is left of the budget goes
@@ -84,8 +85,8 @@ void hc_plan_free(hc_plan *p);
 int hc_plan_all(const hc_place_in *in, int on_gpu, hc_plan **out);
 
 /* Save the neuron split as PowerInfer's `<model>.generated.gpuidx` (PWRI
- * GGUF v3; see POWERINFER-FORMAT.md), split.vram_capacity = p->capacity.
- * 0 or -1. */
+ * GGUF v3; placement_gpuidx.c has the layout), split.vram_capacity =
+ * p->capacity.  0 or -1. */
 int hc_plan_save_gpuidx(const hc_plan *p, const char *path);
 
 /* What hc_plan_load_gpuidx did with a readable file. */

@@ -1,7 +1,7 @@
 /*
- * The neuron split on disk: PowerInfer's `<model>.generated.gpuidx`
- * (POWERINFER-FORMAT.md), so a split solved once is reused by later runs
- * and files written by PowerInfer load here.
+ * The neuron split on disk: PowerInfer's `<model>.generated.gpuidx` (the
+ * layout below is what PowerInfer writes), so a split solved once is
+ * reused by later runs and files written by PowerInfer load here.
  *
  *   magic PWRI, GGUF v3
  *   general.architecture           = "generic.gpu_index"

@@ -6,6 +6,9 @@
  * entries over the four GGUF weight types.  Every optional entry is NULL, so
  * the core runs those ops on the CPU plugin.
  *
+ * The argument checks and their messages come from hotcold/plugin_kit.h,
+ * header-only like plugin.h: the plugin still links nothing from hotcold.
+ *
  * Build (outside the hotcold tree):
  *   cc -std=c11 -O2 -fPIC -shared -fvisibility=hidden -I<hotcold>/include \
  *      -o libhc-example.so hc_example.c
@@ -17,10 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hotcold/plugin.h" /* the only hotcold header a plugin may use */
+#include "hotcold/plugin.h"     /* the ABI */
+#include "hotcold/plugin_kit.h" /* checks and messages every plugin needs */
 
 struct hc_plugin_ctx {
-    char err[256]; /* detail of the last failure, for last_error() */
+    char err[HC_KIT_MSG_LEN]; /* detail of the last failure, for last_error() */
+    hc_plugin_host host;      /* the host's log callback */
 };
 struct hc_device {
     hc_plugin_ctx *ctx;
@@ -35,7 +40,18 @@ struct hc_stream {
 };
 
 /* Failures that happen before a context exists (init): last_error(NULL). */
-static char g_err[256];
+static char g_err[HC_KIT_MSG_LEN];
+
+/* Where every failure goes (the kit's checks call it too): the context's
+ * last_error, and the host's log at DEBUG. */
+static hc_status record(void *user, hc_status st, const char *msg)
+{
+    hc_plugin_ctx *ctx = user;
+    hc_kit_set_error(ctx ? ctx->err : g_err, sizeof g_err, msg);
+    if (ctx)
+        hc_kit_host_log(&ctx->host, HC_LOG_DEBUG, msg);
+    return st;
+}
 
 #if defined(__GNUC__)
 static hc_status fail(hc_plugin_ctx *ctx, hc_status st, const char *fmt, ...)
@@ -45,18 +61,32 @@ static hc_status fail(hc_plugin_ctx *ctx, hc_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx ? ctx->err : g_err, ctx ? sizeof ctx->err : sizeof g_err, fmt, ap);
+    st = hc_kit_vfailf(record, ctx, st, fmt, ap);
     va_end(ap);
     return st;
 }
 
-/* Host address of `bytes` bytes at r, or NULL if they are not all inside
- * r's buffer (written so that huge offsets cannot overflow). */
-static void *at(hc_ref r, uint64_t bytes)
+/* Host address of `bytes` bytes at r, every one of them inside r's buffer
+ * (else a failure naming op and argument). */
+static hc_status at(hc_plugin_ctx *ctx, const char *op, const char *name, hc_ref r,
+                    uint64_t bytes, uint64_t align, unsigned char **p)
 {
-    if (!r.buf || r.off > r.buf->size || bytes > r.buf->size - r.off)
-        return NULL;
-    return r.buf->data + r.off;
+    *p = NULL;
+    if (!r.buf)
+        return fail(ctx, HC_E_INVALID, "%s: %s: buffer is NULL", op, name);
+    hc_status st = hc_kit_check_range(record, ctx, op, name, r.off, bytes, r.buf->size, align, 0);
+    if (st == HC_OK)
+        *p = r.buf->data + r.off;
+    return st;
+}
+
+/* count1 x count2 elements of elem bytes at r. */
+static hc_status at_n(hc_plugin_ctx *ctx, const char *op, const char *name, hc_ref r,
+                      int64_t count1, int64_t count2, uint64_t elem, unsigned char **p)
+{
+    uint64_t bytes;
+    hc_status st = hc_kit_check_count(record, ctx, op, name, count1, count2, elem, &bytes);
+    return st != HC_OK ? st : at(ctx, op, name, r, bytes, elem, p);
 }
 
 /* ---- lifecycle ---------------------------------------------------------- */
@@ -73,9 +103,9 @@ static hc_status ex_init(const hc_plugin_host *host, hc_plugin_ctx **out)
     hc_plugin_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return fail(NULL, HC_E_NOMEM, "example: out of memory");
+    hc_kit_host_copy(&ctx->host, host); /* as far as the host's size says */
     /* Never print: talk through the host's log callback when it has one. */
-    if (host->log)
-        host->log(host->log_user, HC_LOG_DEBUG, "example plugin ready");
+    hc_kit_host_log(&ctx->host, HC_LOG_DEBUG, "example plugin ready");
     *out = ctx;
     return HC_OK;
 }
@@ -102,10 +132,8 @@ static hc_status ex_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *o
 {
     if (index != 0 || !out)
         return fail(ctx, HC_E_NODEV, "example: no device %d", index);
-    /* Fill only what the caller's struct has room for (it grows at the end). */
     hc_device_info info;
     memset(&info, 0, sizeof info);
-    info.size = sizeof info;
     snprintf(info.name, sizeof info.name, "example scalar device");
     info.kind = HC_DEVICE_CPU;
     info.caps = HC_CAP_HOST_MAPPED;
@@ -113,9 +141,8 @@ static hc_status ex_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *o
     info.mem_free = info.mem_total;
     info.max_buffer = info.mem_total;
     info.n_threads = 1;
-    size_t n = out->size < sizeof info ? out->size : sizeof info;
-    memcpy(out, &info, n);
-    out->size = n;
+    /* Fill only what the caller's struct has room for (it grows at the end). */
+    hc_kit_device_info_copy(out, &info);
     return HC_OK;
 }
 
@@ -192,22 +219,20 @@ static hc_status ex_stream_sync(hc_stream *s)
 
 static hc_status ex_upload(hc_stream *s, hc_ref dst, const void *src, uint64_t bytes)
 {
-    void *d = at(dst, bytes);
-    if (!d || (!src && bytes))
-        return fail(s->dev->ctx, HC_E_INVALID, "example: upload outside the buffer");
-    if (bytes)
+    unsigned char *d;
+    hc_status st = at(s->dev->ctx, "upload", "dst", dst, bytes, 1, &d);
+    if (st == HC_OK && bytes)
         memcpy(d, src, (size_t)bytes);
-    return HC_OK;
+    return st;
 }
 
 static hc_status ex_download(hc_stream *s, void *dst, hc_ref src, uint64_t bytes)
 {
-    const void *p = at(src, bytes);
-    if (!p || (!dst && bytes))
-        return fail(s->dev->ctx, HC_E_INVALID, "example: download outside the buffer");
-    if (bytes)
+    unsigned char *p;
+    hc_status st = at(s->dev->ctx, "download", "src", src, bytes, 1, &p);
+    if (st == HC_OK && bytes)
         memcpy(dst, p, (size_t)bytes);
-    return HC_OK;
+    return st;
 }
 
 /* ---- compute ------------------------------------------------------------ */
@@ -277,44 +302,41 @@ static float weight_at(hc_type t, const unsigned char *row, int64_t c)
 }
 
 /* Common argument checks.  W is `rows` rows of `cols` weights, X is
- * n x xcols and Y n x ycols F32; on success their host addresses. */
-static hc_status check_args(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
-                            hc_ref x, int64_t xcols, int64_t n, hc_ref y, int64_t ycols,
-                            const unsigned char **W, uint64_t *row_bytes, const float **X,
-                            float **Y)
+ * n x xcols and Y n x ycols F32; on success their host addresses.  The
+ * kit says what is wrong, naming the op and the argument. */
+static hc_status check_args(hc_stream *s, const char *op, hc_type wtype, hc_ref w, int64_t rows,
+                            int64_t cols, hc_ref x, int64_t xcols, int64_t n, hc_ref y,
+                            int64_t ycols, const unsigned char **W, uint64_t *row_bytes,
+                            const float **X, float **Y)
 {
     hc_plugin_ctx *ctx = s->dev->ctx;
-    if (wtype != HC_TYPE_F32 && wtype != HC_TYPE_F16 && wtype != HC_TYPE_Q8_0 &&
-        wtype != HC_TYPE_Q4_0 && wtype != HC_TYPE_Q6_K)
-        return fail(ctx, HC_E_UNSUPPORTED, "example: weight type %d not supported", (int)wtype);
-    if (rows < 0 || cols < 0 || n < 0 || rows > (1 << 24) || cols > (1 << 24) || n > (1 << 20))
-        return fail(ctx, HC_E_INVALID, "example: bad shape %lld x %lld, n %lld", (long long)rows,
-                    (long long)cols, (long long)n);
-    *row_bytes = hc_type_row_size(wtype, cols);
-    if (cols > 0 && *row_bytes == 0)
-        return fail(ctx, HC_E_INVALID, "example: %lld columns is not a whole number of blocks",
-                    (long long)cols);
-    if (x.off % 4 || y.off % 4)
-        return fail(ctx, HC_E_INVALID, "example: F32 activations must be 4-byte aligned");
-    *W = at(w, (uint64_t)rows * *row_bytes);
-    *X = at(x, (uint64_t)n * (uint64_t)xcols * 4u);
-    *Y = at(y, (uint64_t)n * (uint64_t)ycols * 4u);
-    if (!*W || !*X || !*Y)
-        return fail(ctx, HC_E_INVALID, "example: operand outside its buffer");
+    unsigned char *wp, *xp, *yp;
+    uint64_t bytes;
+    hc_status st = hc_kit_check_weights(record, ctx, op, wtype, rows, cols, row_bytes, &bytes);
+    if (st == HC_OK)
+        st = at(ctx, op, "w", w, bytes, 1, &wp);
+    if (st == HC_OK)
+        st = at_n(ctx, op, "x", x, n, xcols, 4, &xp);
+    if (st == HC_OK)
+        st = at_n(ctx, op, "y", y, n, ycols, 4, &yp);
+    if (st != HC_OK)
+        return st;
+    *W = wp;
+    *X = (const float *)xp;
+    *Y = (float *)yp;
     return HC_OK;
 }
 
 /* A row list: n_idx int32 entries, each in [0, rows). */
-static hc_status check_rows(hc_stream *s, hc_ref idx, int64_t n_idx, int64_t rows,
-                            const int32_t **I)
+static hc_status check_rows(hc_stream *s, const char *op, hc_ref idx, int64_t n_idx,
+                            int64_t rows, const int32_t **I)
 {
-    *I = n_idx >= 0 && idx.off % 4 == 0 ? at(idx, (uint64_t)n_idx * 4u) : NULL;
-    if (!*I && n_idx != 0)
-        return fail(s->dev->ctx, HC_E_INVALID, "example: bad row list");
-    for (int64_t k = 0; k < n_idx; k++)
-        if ((*I)[k] < 0 || (*I)[k] >= rows)
-            return fail(s->dev->ctx, HC_E_INVALID, "example: row %d out of range", (int)(*I)[k]);
-    return HC_OK;
+    unsigned char *p;
+    hc_status st = at_n(s->dev->ctx, op, "idx", idx, n_idx, 1, 4, &p);
+    if (st != HC_OK)
+        return st;
+    *I = (const int32_t *)p;
+    return hc_kit_check_rows(record, s->dev->ctx, op, *I, n_idx, rows);
 }
 
 /* sum_c W[r][c] * x[c], in one fixed order: results never depend on
@@ -334,7 +356,8 @@ static hc_status ex_matmul(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, 
     const float *X;
     float *Y;
     uint64_t rb;
-    hc_status st = check_args(s, wtype, w, rows, cols, x, cols, n, y, rows, &W, &rb, &X, &Y);
+    hc_status st =
+        check_args(s, "matmul", wtype, w, rows, cols, x, cols, n, y, rows, &W, &rb, &X, &Y);
     if (st != HC_OK)
         return st;
     for (int64_t t = 0; t < n; t++)
@@ -352,9 +375,10 @@ static hc_status ex_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t r
     float *Y;
     const int32_t *I;
     uint64_t rb;
-    hc_status st = check_args(s, wtype, w, rows, cols, x, cols, n, y, rows, &W, &rb, &X, &Y);
+    hc_status st =
+        check_args(s, "matvec_rows", wtype, w, rows, cols, x, cols, n, y, rows, &W, &rb, &X, &Y);
     if (st == HC_OK)
-        st = check_rows(s, idx, n_idx, rows, &I);
+        st = check_rows(s, "matvec_rows", idx, n_idx, rows, &I);
     if (st != HC_OK)
         return st;
     for (int64_t t = 0; t < n; t++)
@@ -371,9 +395,10 @@ static hc_status ex_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t ro
     float *Y;
     const int32_t *I;
     uint64_t rb;
-    hc_status st = check_args(s, wtype, wt, rows, cols, h, rows, n, y, cols, &Wt, &rb, &H, &Y);
+    hc_status st =
+        check_args(s, "axpy_rows", wtype, wt, rows, cols, h, rows, n, y, cols, &Wt, &rb, &H, &Y);
     if (st == HC_OK)
-        st = check_rows(s, idx, n_idx, rows, &I);
+        st = check_rows(s, "axpy_rows", idx, n_idx, rows, &I);
     if (st != HC_OK)
         return st;
     for (int64_t t = 0; t < n; t++)

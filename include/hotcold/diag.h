@@ -35,6 +35,12 @@ HC_API const char *hc_diag_label(const hc_diag *d);
  * direct op call left. */
 HC_API const char *hc_diag_plugin_error(const hc_diag *d);
 
+/* The plugin's op_cost for op (an hc_op_id) with plugin.h's shape
+ * arguments, in seconds; negative when the plugin has no op_cost or gives
+ * no estimate for the case. */
+HC_API double hc_diag_op_cost(const hc_diag *d, int op, hc_type type, int64_t rows, int64_t cols,
+                              int64_t n);
+
 HC_API int hc_diag_alloc(hc_diag *d, uint64_t bytes, hc_buffer **out);
 /* Waits for the stream first: no queued op may still use b. */
 HC_API void hc_diag_free(hc_diag *d, hc_buffer *b);

@@ -252,7 +252,7 @@ typedef struct hc_context_run_stats {
     int64_t gpu_rows;        /* FFN neuron rows computed on the GPU (all layers, all passes) */
     int64_t cpu_rows;        /* ... on the CPU */
     uint64_t bytes_moved;    /* between devices and host (vectors, lists, logits) */
-    uint64_t fallback_calls; /* ops the GPU plugin lacked, run on the CPU */
+    uint64_t fallback_calls; /* GPU op calls run on the CPU: the plugin lacked or refused them */
 } hc_context_run_stats;
 HC_API void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out);
 

@@ -18,9 +18,16 @@
  *  - A NULL entry means "unsupported".  The default behaviour for every
  *    optional op lives once, in the core (it runs the op on the CPU plugin and
  *    moves the vectors), never in a plugin.
+ *  - Any op, required or optional, may refuse one call with
+ *    HC_E_UNSUPPORTED (a type or shape it does not take): the core then
+ *    runs that call on the CPU plugin, the same way, and counts it in the
+ *    run's fallback statistics.  A refusing call must have queued nothing
+ *    and changed nothing.  The CPU plugin is the exception: it is where
+ *    fallbacks run, so a refusal there is an error.
  *  - Every call returns hc_status.  Plugins never abort, exit or print; detail
  *    goes to last_error() and to the host's log callback.
- *  - Plugins include only this header and link nothing from the core.
+ *  - Plugins include only this header (and hotcold/plugin_kit.h, the
+ *    header-only checks they share) and link nothing from the core.
  *
  * Data conventions (all ops):
  *  - Tensors are addressed as hc_ref = {buffer, byte offset}.
@@ -59,7 +66,7 @@ extern "C" {
 /* ---- status codes -------------------------------------------------------- */
 typedef enum hc_status {
     HC_OK = 0,
-    HC_E_UNSUPPORTED = 1, /* op, type or shape not supported: the core falls back */
+    HC_E_UNSUPPORTED = 1, /* op, type or shape not taken: the core runs this call on the CPU */
     HC_E_INVALID = 2,     /* bad argument (out of range, misaligned, NULL) */
     HC_E_NOMEM = 3,       /* device or host memory exhausted */
     HC_E_DEVICE = 4,      /* driver or device failure */
@@ -202,8 +209,11 @@ typedef enum hc_glu_act {
     HC_GLU_RELU_BOTH = 2 /* h = max(g - p, 0) * max(u,0) (dReLU)   */
 } hc_glu_act;
 
-/* Op ids for op_cost(). */
+/* Op ids: what op_cost() is asked about, and how the core names an op in
+ * HOTCOLD_DISABLE_OPS and its fallback statistics (HC_PLUGIN_ENTRIES below
+ * ties each id to its entry).  The values are fixed; new ids are appended. */
 typedef enum hc_op_id {
+    HC_OP_NONE = -1, /* an entry that is not an op (lifecycle, buffers, ...) */
     HC_OP_MATMUL = 0,
     HC_OP_MATVEC_ROWS = 1,
     HC_OP_AXPY_ROWS = 2,
@@ -213,7 +223,8 @@ typedef enum hc_op_id {
     HC_OP_UNARY = 6,
     HC_OP_BINARY = 7,
     HC_OP_GLU = 8,
-    HC_OP_COPY = 9
+    HC_OP_COPY = 9,
+    HC_OP_MATMUL_BATCH = 10 /* the ABI 1.2 entry; op_cost is never asked about it */
 } hc_op_id;
 
 /* One product of a matmul_batch (ABI 1.2): W (rows x cols of wtype) times
@@ -318,9 +329,25 @@ typedef struct hc_plugin_ops {
     hc_status (*glu)(hc_stream *s, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
 
     /* --- tuning (optional) --------------------------------------------- */
-    /* Estimated seconds for an op of this shape on this device, or a
-     * negative number when the device cannot run it (unsupported without a
-     * failed call).  Used by the scheduler and by `hotcold bench`. */
+    /* Estimated seconds for op `op` (an hc_op_id) of this shape on this
+     * device, or a negative number when the device would refuse it with
+     * HC_E_UNSUPPORTED (said without a failed call; the conformance suite
+     * holds a plugin to it: an op priced >= 0 must not refuse).  The shape,
+     * per op, in the terms of that op's entry below:
+     *   MATMUL, MATVEC_ROWS, AXPY_ROWS  wtype, rows and cols of the weight
+     *       exactly as the call passes them (for axpy_rows the rows of Wt),
+     *       n = tokens.  For the two sparse ops the answer is for a list of
+     *       every row; a list of k rows reads k/rows of the weight.
+     *   RMSNORM    rows = 1, cols = dim, n = the call's n
+     *   ROPE       rows = n_head, cols = head_dim, n = n_tok
+     *   ATTENTION  rows = positions attended (the largest pos + 1),
+     *              cols = n_head_kv * head_dim (one KV row), n = n_tok
+     *   UNARY, BINARY, GLU  rows = 1, cols = the call's n, n = 1
+     *   COPY       rows = 1, cols = bytes / 4, n = 1
+     * wtype is HC_TYPE_F32 for every op without a weight.  Other ids
+     * (HC_OP_MATMUL_BATCH, ids of later minors) may answer -1.
+     * `hotcold bench --ops` prints the answer beside the time it measures;
+     * the core does not schedule by it yet. */
     double (*op_cost)(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);
     /* Change the worker-thread count (CPU plugins). */
     hc_status (*set_threads)(hc_plugin_ctx *ctx, int n_threads);
@@ -358,6 +385,56 @@ typedef struct hc_plugin_ops {
 } hc_plugin_ops;
 
 typedef const hc_plugin_ops *(*hc_plugin_entry_fn)(uint32_t abi_major, uint32_t abi_minor);
+
+/* ---- every entry, as one list --------------------------------------------
+ * HC_PLUGIN_ENTRIES(X) calls X(name, op, need, minor) once per entry of
+ * hc_plugin_ops after the header, in table order:
+ *   name   the field;
+ *   op     its hc_op_id when it is an op, else HC_OP_NONE;
+ *   need   HC_ENTRY_REQUIRED: the loader rejects a table in which it is
+ *          NULL or past `size`; HC_ENTRY_OPTIONAL: NULL or past `size`
+ *          means unsupported, and the core has the one default for it;
+ *   minor  the ABI minor that appended it (0: the 1.0 table).
+ * The core's list of required entries, the op names HOTCOLD_DISABLE_OPS
+ * accepts, the core's table of op wrappers and the conformance suite's
+ * cases are all made from this list; the core's build checks that it
+ * names every field of the struct, in order.  A new entry is a field at
+ * the end of hc_plugin_ops and a line at the end of this list. */
+#define HC_ENTRY_OPTIONAL 0
+#define HC_ENTRY_REQUIRED 1
+#define HC_PLUGIN_ENTRIES(X)                                       \
+    X(probe, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                     \
+    X(init, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                      \
+    X(shutdown, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                  \
+    X(last_error, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                \
+    X(device_count, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)              \
+    X(device_info, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)               \
+    X(device_open, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)               \
+    X(device_close, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)              \
+    X(buffer_alloc, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)              \
+    X(buffer_free, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)               \
+    X(buffer_wrap_host, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)          \
+    X(buffer_host_ptr, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)           \
+    X(stream_create, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)             \
+    X(stream_destroy, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)            \
+    X(stream_sync, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)               \
+    X(upload, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                    \
+    X(download, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                  \
+    X(copy, HC_OP_COPY, HC_ENTRY_OPTIONAL, 0)                      \
+    X(matmul, HC_OP_MATMUL, HC_ENTRY_REQUIRED, 0)                  \
+    X(matvec_rows, HC_OP_MATVEC_ROWS, HC_ENTRY_REQUIRED, 0)        \
+    X(axpy_rows, HC_OP_AXPY_ROWS, HC_ENTRY_REQUIRED, 0)            \
+    X(rmsnorm, HC_OP_RMSNORM, HC_ENTRY_OPTIONAL, 0)                \
+    X(rope, HC_OP_ROPE, HC_ENTRY_OPTIONAL, 0)                      \
+    X(attention, HC_OP_ATTENTION, HC_ENTRY_OPTIONAL, 0)            \
+    X(unary, HC_OP_UNARY, HC_ENTRY_OPTIONAL, 0)                    \
+    X(binary, HC_OP_BINARY, HC_ENTRY_OPTIONAL, 0)                  \
+    X(glu, HC_OP_GLU, HC_ENTRY_OPTIONAL, 0)                        \
+    X(op_cost, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)                   \
+    X(set_threads, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)               \
+    X(stream_flush, HC_OP_NONE, HC_ENTRY_OPTIONAL, 1)              \
+    X(matmul_batch, HC_OP_MATMUL_BATCH, HC_ENTRY_OPTIONAL, 2)      \
+    X(no_device_reason, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)
 
 /* Is `field` present in a table of `ops->size` bytes and non-NULL? */
 #define HC_OPS_HAS(ops, field)                                                              \

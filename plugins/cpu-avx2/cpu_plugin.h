@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "hotcold/plugin.h"
+#include "hotcold/plugin_kit.h"
 
 #if defined(__GNUC__)
 #define HC_CPU_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -111,13 +112,15 @@ void hc_cpu_pool_run(hc_cpu_pool *pool, hc_cpu_task_fn fn, void *arg, int nth);
  * which thread runs a part. */
 void hc_cpu_pool_run_parts(hc_cpu_pool *pool, hc_cpu_task_fn fn, void *arg, int nth);
 
-/* ---- validate.c ------------------------------------------------------- */
+/* ---- validate.c: errors and argument checks (over plugin_kit.h) -------- */
 /* Records a one-line message on ctx (may be NULL) and returns st. */
 hc_status hc_cpu_fail(hc_plugin_ctx *ctx, hc_status st, const char *fmt, ...) HC_CPU_PRINTF(3, 4);
-/* The context of a stream, or HC_E_INVALID for NULL or foreign handles. */
+/* hc_cpu_fail as the kit's hc_kit_fail_fn (user = the context). */
+hc_status hc_cpu_kit_fail(void *ctx, hc_status st, const char *msg);
+/* The context of a stream or a device, or HC_E_INVALID for NULL or
+ * foreign handles. */
 hc_status hc_cpu_stream_ctx(hc_stream *s, const char *op, hc_plugin_ctx **ctx);
-/* a * b * c without wrap-around; 0 on overflow. */
-int hc_cpu_mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *out);
+hc_status hc_cpu_device_ctx(hc_device *dev, const char *op, hc_plugin_ctx **ctx);
 /* Checks that `bytes` at r lie inside r.buf and that r.off is a multiple of
  * align; on success *ptr is the host address.  op/name go into the message. */
 hc_status hc_cpu_ref(hc_plugin_ctx *ctx, const char *op, const char *name, hc_ref r, uint64_t bytes,
@@ -139,19 +142,29 @@ hc_status hc_cpu_check_rows(hc_plugin_ctx *ctx, const char *op, const int32_t *i
 hc_status hc_cpu_scratch(hc_plugin_ctx *ctx, const char *op, size_t bytes, void **out);
 void hc_cpu_log(hc_plugin_ctx *ctx, int level, const char *fmt, ...) HC_CPU_PRINTF(3, 4);
 
-/* ---- buffers.c: buffers, streams and transfers ------------------------- */
+/* ---- device.c: the one device ------------------------------------------ */
+int hc_cpu_device_count(hc_plugin_ctx *ctx);
+hc_status hc_cpu_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *out);
+hc_status hc_cpu_device_open(hc_plugin_ctx *ctx, int index, hc_device **out);
+void hc_cpu_device_close(hc_device *dev);
+
+/* ---- memory.c: buffers ------------------------------------------------- */
 hc_status hc_cpu_buffer_alloc(hc_device *dev, uint64_t size, hc_buffer **out);
 void hc_cpu_buffer_free(hc_buffer *buf);
 hc_status hc_cpu_buffer_wrap_host(hc_device *dev, void *ptr, uint64_t size, hc_buffer **out);
 void *hc_cpu_buffer_host_ptr(hc_buffer *buf);
+
+/* ---- stream.c ---------------------------------------------------------- */
 hc_status hc_cpu_stream_create(hc_device *dev, hc_stream **out);
 void hc_cpu_stream_destroy(hc_stream *s);
 hc_status hc_cpu_stream_sync(hc_stream *s);
+
+/* ---- transfer.c -------------------------------------------------------- */
 hc_status hc_cpu_upload(hc_stream *s, hc_ref dst, const void *src, uint64_t bytes);
 hc_status hc_cpu_download(hc_stream *s, void *dst, hc_ref src, uint64_t bytes);
 hc_status hc_cpu_copy(hc_stream *s, hc_ref dst, hc_ref src, uint64_t bytes);
 
-/* ---- ops_matmul.c ----------------------------------------------------- */
+/* ---- ops_weight.c: the weight products ---------------------------------- */
 hc_status hc_cpu_matmul(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
                         hc_ref x, int64_t n, hc_ref y);
 hc_status hc_cpu_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
@@ -173,7 +186,7 @@ hc_status hc_cpu_unary(hc_stream *s, int op, hc_ref x, hc_ref y, int64_t n, floa
 hc_status hc_cpu_binary(hc_stream *s, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
 hc_status hc_cpu_glu(hc_stream *s, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
 
-/* ---- ops_cost.c ------------------------------------------------------- */
+/* ---- op_cost.c -------------------------------------------------------- */
 double hc_cpu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);
 
 #endif /* HC_CPU_PLUGIN_H */

@@ -1,8 +1,9 @@
 /*
- * The plugin's face: the ops table, the exported entry point, the context
- * lifecycle and the single "cpu" device.  Built WITHOUT ISA flags: the
- * loader calls hc_plugin_entry and probe on CPUs that may lack AVX2, and
- * init refuses to start there, so no kernel can ever run on such a CPU.
+ * The plugin's face: the ops table, the exported entry point and the
+ * context lifecycle (the one "cpu" device is device.c's).  Built WITHOUT
+ * ISA flags: the loader calls hc_plugin_entry and probe on CPUs that may
+ * lack AVX2, and init refuses to start there, so no kernel can ever run on
+ * such a CPU.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,12 +23,6 @@ static int default_threads(const hc_plugin_host *host)
     return n > HC_CPU_MAX_THREADS ? HC_CPU_MAX_THREADS : n;
 }
 
-static void host_log(const hc_plugin_host *host, int level, const char *msg)
-{
-    if (host && host->size >= offsetof(hc_plugin_host, log_user) + sizeof(void *) && host->log)
-        host->log(host->log_user, level, msg);
-}
-
 static hc_status cpu_init(const hc_plugin_host *host, hc_plugin_ctx **out)
 {
     hc_plugin_ctx *ctx = NULL;
@@ -38,31 +33,27 @@ static hc_status cpu_init(const hc_plugin_host *host, hc_plugin_ctx **out)
     *out = NULL;
     if (host && host->size >= offsetof(hc_plugin_host, abi_minor) + sizeof(uint32_t) &&
         host->abi_major != HC_PLUGIN_ABI_MAJOR) {
-        host_log(host, HC_LOG_INFO, "cpu: host speaks another plugin ABI major version");
+        hc_kit_host_log(host, HC_LOG_INFO, "cpu: host speaks another plugin ABI major version");
         return HC_E_UNSUPPORTED;
     }
     /* Refuse to run kernels this CPU cannot execute, even if the loader
      * skipped probe. */
     if (hc_cpu_probe() == 0) {
-        host_log(host, HC_LOG_INFO, "cpu: this CPU lacks AVX2/FMA/F16C or OS support for them");
+        hc_kit_host_log(host, HC_LOG_INFO, "cpu: this CPU lacks AVX2/FMA/F16C or OS support for them");
         return HC_E_UNSUPPORTED;
     }
     ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return HC_E_NOMEM;
     /* Copy only what the host has: an older host's table is shorter. */
-    if (host) {
-        size_t n = host->size < sizeof ctx->host ? host->size : sizeof ctx->host;
-        memcpy(&ctx->host, host, n);
-    }
-    ctx->host.size = sizeof ctx->host;
+    hc_kit_host_copy(&ctx->host, host);
     pthread_mutex_init(&ctx->lock, NULL);
     pthread_once(&kernels_once, hc_cpu_kernels_init);
     hc_cpu_model_name(ctx->cpu_name, sizeof ctx->cpu_name);
     int n = default_threads(&ctx->host);
     st = hc_cpu_pool_create(n, &ctx->pool);
     if (st != HC_OK) {
-        host_log(host, HC_LOG_INFO, "cpu: cannot start the worker threads");
+        hc_kit_host_log(host, HC_LOG_INFO, "cpu: cannot start the worker threads");
         goto out;
     }
     atomic_store(&ctx->n_threads, n);
@@ -140,65 +131,6 @@ out:
     return st;
 }
 
-/* ---- the one device ------------------------------------------------------- */
-
-static int cpu_device_count(hc_plugin_ctx *ctx)
-{
-    return ctx ? 1 : 0;
-}
-
-static hc_status cpu_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *out)
-{
-    hc_device_info info;
-
-    if (!ctx)
-        return HC_E_INVALID;
-    if (index != 0)
-        return hc_cpu_fail(ctx, HC_E_NODEV, "device_info: no device %d (the cpu plugin has 1)",
-                           index);
-    if (!out || out->size < sizeof out->size)
-        return hc_cpu_fail(ctx, HC_E_INVALID, "device_info: out is NULL or its size is not set");
-    memset(&info, 0, sizeof info);
-    info.size = out->size;
-    snprintf(info.name, sizeof info.name, "%s", ctx->cpu_name);
-    info.kind = HC_DEVICE_CPU;
-    info.caps = HC_CAP_HOST_MAPPED | HC_CAP_WRAP_HOST;
-    hc_cpu_meminfo(&info.mem_total, &info.mem_free);
-    info.max_buffer = info.mem_total ? info.mem_total : (uint64_t)SIZE_MAX;
-    info.n_threads = atomic_load(&ctx->n_threads);
-    /* A caller built against an older, shorter struct gets its prefix. */
-    memcpy(out, &info, out->size < sizeof info ? out->size : sizeof info);
-    return HC_OK;
-}
-
-static hc_status cpu_device_open(hc_plugin_ctx *ctx, int index, hc_device **out)
-{
-    hc_device *dev;
-
-    if (!ctx)
-        return HC_E_INVALID;
-    if (!out)
-        return hc_cpu_fail(ctx, HC_E_INVALID, "device_open: out is NULL");
-    *out = NULL;
-    if (index != 0)
-        return hc_cpu_fail(ctx, HC_E_NODEV, "device_open: no device %d (the cpu plugin has 1)",
-                           index);
-    dev = calloc(1, sizeof *dev);
-    if (!dev)
-        return hc_cpu_fail(ctx, HC_E_NOMEM, "device_open: out of memory");
-    *dev = (hc_device){HC_CPU_MAGIC_DEVICE, ctx};
-    *out = dev;
-    return HC_OK;
-}
-
-static void cpu_device_close(hc_device *dev)
-{
-    if (!dev || dev->magic != HC_CPU_MAGIC_DEVICE)
-        return;
-    dev->magic = 0;
-    free(dev);
-}
-
 /* ---- the table ------------------------------------------------------------ */
 
 #if defined(HC_CPU_VARIANT_AVX2)
@@ -218,10 +150,10 @@ static const hc_plugin_ops cpu_ops = {
     .init = cpu_init,
     .shutdown = cpu_shutdown,
     .last_error = cpu_last_error,
-    .device_count = cpu_device_count,
-    .device_info = cpu_device_info,
-    .device_open = cpu_device_open,
-    .device_close = cpu_device_close,
+    .device_count = hc_cpu_device_count,
+    .device_info = hc_cpu_device_info,
+    .device_open = hc_cpu_device_open,
+    .device_close = hc_cpu_device_close,
     .buffer_alloc = hc_cpu_buffer_alloc,
     .buffer_free = hc_cpu_buffer_free,
     .buffer_wrap_host = hc_cpu_buffer_wrap_host,

@@ -11,7 +11,7 @@
 #include "kernels_common.h"
 
 /* Built twice in the avx2 plugin: once as is, once with -mavxvnni as
- * hc_cpu_mm_task_vnni (the plugin picks one at init, see ops_matmul.c). */
+ * hc_cpu_mm_task_vnni (the plugin picks one at init, see entry.c). */
 #if defined(__AVXVNNI__)
 #define HC_CPU_MM_TASK hc_cpu_mm_task_vnni
 #define HC_CPU_MM_BATCH_TASK hc_cpu_mm_batch_task_vnni

@@ -104,7 +104,7 @@ hc_status hc_cpu_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int
                            "%s: bad shape n_tok %lld, n_head %lld, head_dim %lld, n_rot %lld "
                            "(n_rot must be even and <= head_dim)",
                            op, (ll)n_tok, (ll)n_head, (ll)head_dim, (ll)n_rot);
-    if (!hc_cpu_mul3((uint64_t)n_head, (uint64_t)head_dim, 1, &width) || width > INT64_MAX)
+    if (!hc_kit_mul3((uint64_t)n_head, (uint64_t)head_dim, 1, &width) || width > INT64_MAX)
         return hc_cpu_fail(ctx, HC_E_INVALID, "%s: n_head x head_dim overflows", op);
     if ((st = hc_cpu_ref_n(ctx, op, "x", x, n_tok, (int64_t)width, 4, &xp)) != HC_OK ||
         (st = hc_cpu_ref_n(ctx, op, "pos", pos, n_tok, 1, 4, &pp)) != HC_OK ||
@@ -144,7 +144,7 @@ hc_status hc_cpu_attention(hc_stream *s, hc_ref q, hc_ref k, hc_ref v, hc_ref ou
                            "%s: bad shape n_tok %lld, n_head %lld, n_head_kv %lld, head_dim %lld "
                            "(n_head must be a multiple of n_head_kv)",
                            op, (ll)n_tok, (ll)n_head, (ll)n_head_kv, (ll)head_dim);
-    if (!hc_cpu_mul3((uint64_t)n_head, (uint64_t)head_dim, 1, &qw) || qw > INT64_MAX)
+    if (!hc_kit_mul3((uint64_t)n_head, (uint64_t)head_dim, 1, &qw) || qw > INT64_MAX)
         return hc_cpu_fail(ctx, HC_E_INVALID, "%s: n_head x head_dim overflows", op);
     kvw = (uint64_t)n_head_kv * (uint64_t)head_dim;
     if ((st = hc_cpu_ref_n(ctx, op, "q", q, n_tok, (int64_t)qw, 4, &qp)) != HC_OK ||

@@ -68,7 +68,6 @@ hc_status hc_vk_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *out)
         return hc_vk_fail(ctx, HC_E_INVALID, "device_info: out is NULL or its size is not set");
     const hc_vk_physdev *d = &ctx->devs[index];
     memset(&info, 0, sizeof info);
-    info.size = out->size;
     /* deviceName may hold 256 bytes: the ABI keeps 127 of them. */
     snprintf(info.name, sizeof info.name, "%.*s", (int)sizeof info.name - 1, d->props.deviceName);
     info.kind = kind_of(d->props.deviceType);
@@ -87,6 +86,6 @@ hc_status hc_vk_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *out)
     if (info.mem_total && info.max_buffer > info.mem_total)
         info.max_buffer = info.mem_total;
     info.n_threads = 0;
-    memcpy(out, &info, out->size < sizeof info ? out->size : sizeof info);
+    hc_kit_device_info_copy(out, &info);
     return HC_OK;
 }

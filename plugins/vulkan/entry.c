@@ -42,11 +42,7 @@ static hc_status vk_init(const hc_plugin_host *host, hc_plugin_ctx **out)
     if (!ctx)
         return hc_vk_fail(NULL, HC_E_NOMEM, "vulkan: out of memory");
     /* Copy only what the host has: an older host's struct is shorter. */
-    if (host) {
-        size_t n = host->size < sizeof ctx->host ? host->size : sizeof ctx->host;
-        memcpy(&ctx->host, host, n);
-    }
-    ctx->host.size = sizeof ctx->host;
+    hc_kit_host_copy(&ctx->host, host);
     pthread_mutex_init(&ctx->err_lock, NULL);
     st = hc_vk_instance_create(ctx);
     if (st != HC_OK) {

@@ -1,17 +1,17 @@
 /*
- * op_cost: a rough time estimate for the scheduler and `hotcold bench`.
- * Decode ops are memory-bound: the larger of bytes / bandwidth and
- * multiply-adds / rate, plus a fixed cost per dispatch (recording,
- * submission amortized over a frame).  The rates are per device kind, not
- * measured: the scheduler compares orders of magnitude.  Lavapipe's were
+ * op_cost: a rough time estimate, printed by `hotcold bench --ops` beside
+ * the time it measures.  Decode ops are memory-bound: the larger of bytes
+ * / bandwidth and multiply-adds / rate, plus a fixed cost per dispatch
+ * (recording, submission amortized over a frame).  The rates are per device kind, not
+ * measured: orders of magnitude are what counts.  Lavapipe's were
  * measured on this project's 2-core CI machine; the GPU ones are modest
  * figures for a mid-range card.
  *
  * Cases the ops refuse (HC_E_UNSUPPORTED) answer -1, as the ABI requires.
- * Shape meaning as for the CPU plugin: rows = rows touched (the list
- * length for the sparse ops; for axpy_rows also taken as the weight's row
- * count), cols, n tokens; for the layer ops rows x cols elements per token
- * (attention: positions x KV width).
+ * The shape arguments are plugin.h's (at op_cost): for the weight ops the
+ * weight's rows (which the window limits depend on) and cols and n tokens,
+ * the sparse ops priced for a list of every row; for the layer ops rows x
+ * cols elements per token (attention: positions x KV width).
  */
 #include "vk_plugin.h"
 

@@ -211,7 +211,7 @@ hc_status hc_vk_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int6
     if (!(freq_base > 0.0f) || !isfinite(freq_base) || !isfinite(freq_scale))
         return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: freq_base %g, freq_scale %g", op,
                           (double)freq_base, (double)freq_scale);
-    if (!hc_vk_mul3((uint64_t)n_head, (uint64_t)head_dim, 1, &width) || width > INT64_MAX / 4)
+    if (!hc_kit_mul3((uint64_t)n_head, (uint64_t)head_dim, 1, &width) || width > INT64_MAX / 4)
         return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: %lld heads of %lld overflow", op,
                           (ll)n_head, (ll)head_dim);
     if ((st = hc_vk_check_ref_n(dev, op, "x", x, n_tok, (int64_t)width, 4, &nx)) != HC_OK ||
@@ -279,7 +279,7 @@ hc_status hc_vk_attention(hc_stream *s, hc_ref q, hc_ref k, hc_ref v, hc_ref out
         return hc_vk_fail(dev->ctx, HC_E_INVALID,
                           "%s: bad shape: n_tok %lld, heads %lld/%lld, head_dim %lld", op,
                           (ll)n_tok, (ll)n_head, (ll)n_head_kv, (ll)head_dim);
-    if (!hc_vk_mul3((uint64_t)n_head, (uint64_t)head_dim, 4, &width) || width > INT64_MAX)
+    if (!hc_kit_mul3((uint64_t)n_head, (uint64_t)head_dim, 4, &width) || width > INT64_MAX)
         return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: %lld heads of %lld overflow", op,
                           (ll)n_head, (ll)head_dim);
     width /= 4;

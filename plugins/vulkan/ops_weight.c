@@ -30,18 +30,6 @@ typedef unsigned long long ull;
 #define AXPY_SLICES 16
 #define AXPY_SLICE_MIN 16
 
-static int type_known(hc_type t)
-{
-    return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q4_0 || t == HC_TYPE_Q8_0 ||
-           t == HC_TYPE_Q6_K;
-}
-
-/* F32 and F16 elements are loaded whole; quantized blocks byte by byte. */
-static uint64_t weight_align(hc_type t)
-{
-    return t == HC_TYPE_F32 ? 4 : t == HC_TYPE_F16 ? 2 : 1;
-}
-
 /* Bytes one binding can hold after its offset is aligned down and its end
  * rounded up to a word. */
 static uint64_t usable_window(const hc_device *dev)
@@ -73,7 +61,7 @@ hc_status hc_vk_weight_shape_ok(hc_device *dev, int op, hc_type wtype, int64_t r
 
     (void)n; /* tokens are chunked: any count works */
     why[0] = 0;
-    if (!type_known(wtype) || hc_vk_kernel_find(dev, op, wtype) < 0) {
+    if (!hc_kit_type_known(wtype) || hc_vk_kernel_find(dev, op, wtype) < 0) {
         snprintf(why, why_len, "weight type %d has no kernel", (int)wtype);
         return HC_E_UNSUPPORTED;
     }
@@ -100,21 +88,9 @@ hc_status hc_vk_weight_shape_ok(hc_device *dev, int op, hc_type wtype, int64_t r
 static hc_status check_weights(hc_device *dev, const char *op, hc_type t, hc_ref w, int64_t rows,
                                int64_t cols, uint64_t *row_bytes, uint64_t *bytes)
 {
-    if (!type_known(t))
-        return hc_vk_fail(dev->ctx, HC_E_UNSUPPORTED,
-                          "%s: weight type %d is not supported (F32, F16, Q4_0, Q8_0, Q6_K)", op,
-                          (int)t);
-    if (rows < 0 || cols < 0)
-        return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: negative shape %lld x %lld", op, (ll)rows,
-                          (ll)cols);
-    *row_bytes = hc_type_row_size(t, cols);
-    if (*row_bytes == 0 && cols > 0)
-        return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: cols %lld is not a multiple of %d for type %d",
-                          op, (ll)cols, t == HC_TYPE_Q6_K ? HC_QK_K : 32, (int)t);
-    if (!hc_vk_mul3((uint64_t)rows, *row_bytes, 1, bytes))
-        return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: w: %lld rows of %llu bytes overflow", op,
-                          (ll)rows, (ull)*row_bytes);
-    return hc_vk_check_ref(dev, op, "w", w, *bytes, weight_align(t));
+    hc_status st =
+        hc_kit_check_weights(hc_vk_kit_fail, dev->ctx, op, t, rows, cols, row_bytes, bytes);
+    return st != HC_OK ? st : hc_vk_check_ref(dev, op, "w", w, *bytes, hc_kit_weight_align(t));
 }
 
 /* One validated call. */

@@ -1,15 +1,16 @@
 /*
- * Error messages and the argument checks every op shares.  Each failure
- * names the op, the argument and the offending range, so the core's log
- * says exactly which call was wrong.
+ * Error messages and the argument checks every op shares: the checks are
+ * include/hotcold/plugin_kit.h's; what is the plugin's own here is its
+ * handles (one of our buffers, of this device?), where a message goes (the
+ * context under its lock, or the init error before a context exists) and
+ * Vulkan's result codes.  Each failure names the op, the argument and the
+ * offending range, so the core's log says exactly which call was wrong.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "vk_plugin.h"
-
-typedef unsigned long long ull;
 
 /* last_error(NULL): why init failed (before any context exists). */
 static char g_init_err[HC_VK_ERR_LEN];
@@ -35,8 +36,7 @@ hc_status hc_vk_fail(hc_plugin_ctx *ctx, hc_status st, const char *fmt, ...)
     pthread_mutex_lock(&ctx->err_lock);
     memcpy(ctx->err, msg, sizeof msg);
     pthread_mutex_unlock(&ctx->err_lock);
-    if (ctx->host.log)
-        ctx->host.log(ctx->host.log_user, HC_LOG_DEBUG, msg);
+    hc_kit_host_log(&ctx->host, HC_LOG_DEBUG, msg);
     return st;
 }
 
@@ -85,12 +85,12 @@ void hc_vk_log(hc_plugin_ctx *ctx, int level, const char *fmt, ...)
     char msg[HC_VK_ERR_LEN + 64];
     va_list ap;
 
-    if (!ctx || !ctx->host.log)
+    if (!ctx || !hc_kit_host_has_log(&ctx->host))
         return;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    ctx->host.log(ctx->host.log_user, level, msg);
+    hc_kit_host_log(&ctx->host, level, msg);
 }
 
 hc_status hc_vk_stream_dev(hc_stream *s, hc_device **dev)
@@ -105,12 +105,9 @@ hc_status hc_vk_stream_dev(hc_stream *s, hc_device **dev)
     return HC_OK;
 }
 
-int hc_vk_mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
+hc_status hc_vk_kit_fail(void *ctx, hc_status st, const char *msg)
 {
-    uint64_t ab;
-    if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, out))
-        return 0;
-    return 1;
+    return hc_vk_fail(ctx, st, "%s", msg);
 }
 
 hc_status hc_vk_check_ref(hc_device *dev, const char *op, const char *name, hc_ref r,
@@ -127,35 +124,25 @@ hc_status hc_vk_check_ref(hc_device *dev, const char *op, const char *name, hc_r
     if (b->dev != dev)
         return hc_vk_fail(ctx, HC_E_INVALID, "%s: %s: the buffer belongs to another device", op,
                           name);
-    /* Two comparisons, so off + bytes never wraps. */
-    if (r.off > b->size || bytes > b->size - r.off)
-        return hc_vk_fail(ctx, HC_E_INVALID,
-                          "%s: %s: range [%llu, %llu + %llu) exceeds the buffer of %llu bytes", op,
-                          name, (ull)r.off, (ull)r.off, (ull)bytes, (ull)b->size);
-    if (align > 1 && r.off % align != 0)
-        return hc_vk_fail(ctx, HC_E_INVALID, "%s: %s: offset %llu is not %llu-byte aligned", op,
-                          name, (ull)r.off, (ull)align);
-    return HC_OK;
+    /* Shaders address elements from the binding's offset: the offset must
+     * be aligned. */
+    return hc_kit_check_range(hc_vk_kit_fail, ctx, op, name, r.off, bytes, b->size, align, 0);
 }
 
 hc_status hc_vk_check_ref_n(hc_device *dev, const char *op, const char *name, hc_ref r,
                             int64_t count1, int64_t count2, uint64_t elem, uint64_t *bytes)
 {
-    *bytes = 0;
-    if (count1 < 0 || count2 < 0)
-        return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: %s: negative size (%lld x %lld)", op, name,
-                          (long long)count1, (long long)count2);
-    if (!hc_vk_mul3((uint64_t)count1, (uint64_t)count2, elem, bytes))
-        return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: %s: size %lld x %lld x %llu overflows", op,
-                          name, (long long)count1, (long long)count2, (ull)elem);
-    return hc_vk_check_ref(dev, op, name, r, *bytes, elem);
+    hc_status st =
+        hc_kit_check_count(hc_vk_kit_fail, dev->ctx, op, name, count1, count2, elem, bytes);
+    return st != HC_OK ? st : hc_vk_check_ref(dev, op, name, r, *bytes, elem);
 }
 
 hc_status hc_vk_check_disjoint(hc_device *dev, const char *op, const char *a_name, hc_ref a,
                                uint64_t na, const char *b_name, hc_ref b, uint64_t nb)
 {
     /* Both ranges were checked to lie inside their buffers: no wrap-around. */
-    if (a.buf == b.buf && na > 0 && nb > 0 && a.off < b.off + nb && b.off < a.off + na)
-        return hc_vk_fail(dev->ctx, HC_E_INVALID, "%s: %s overlaps %s", op, a_name, b_name);
-    return HC_OK;
+    if (a.buf != b.buf)
+        return HC_OK;
+    return hc_kit_check_disjoint(hc_vk_kit_fail, dev->ctx, op, a_name, a.off, na, b_name, b.off,
+                                 nb);
 }

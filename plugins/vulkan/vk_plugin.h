@@ -26,6 +26,7 @@
 #include <vulkan/vulkan.h>
 
 #include "hotcold/plugin.h"
+#include "hotcold/plugin_kit.h"
 #include "vk_functions.h"
 
 #if defined(__GNUC__)
@@ -271,8 +272,8 @@ hc_status hc_vk_check_ref_n(hc_device *dev, const char *op, const char *name, hc
 /* An output must not overlap an input: HC_E_INVALID if the ranges share bytes. */
 hc_status hc_vk_check_disjoint(hc_device *dev, const char *op, const char *a_name, hc_ref a,
                                uint64_t na, const char *b_name, hc_ref b, uint64_t nb);
-/* a * b * c without wrap-around; 0 on overflow. */
-int hc_vk_mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *out);
+/* hc_vk_fail as the kit's hc_kit_fail_fn (user = the context). */
+hc_status hc_vk_kit_fail(void *ctx, hc_status st, const char *msg);
 
 /* ---- loader.c ------------------------------------------------------------- */
 /* dlopens libvulkan and loads the global functions; 0 = not there (ctx->lib

@@ -18,6 +18,9 @@
  * Row lists are random, sorted ascending (as the core's predictor emits
  * them), and each pass uses another slice of a per-copy permutation of the
  * rows, so every row is as likely to be listed as any other.
+ *
+ * Beside each time the plugin's own estimate (op_cost, plugin.h) is
+ * printed, so a plugin author sees how far the model is off.
  */
 #include <getopt.h>
 #include <math.h>
@@ -71,7 +74,8 @@ static void usage(FILE *f)
             "\n"
             "Time the weight ops of a device (matmul with one token, matvec_rows,\n"
             "axpy_rows) on a working set larger than the caches, and report the bytes\n"
-            "they read per second against the measured host read bandwidth.\n"
+            "they read per second against the measured host read bandwidth, and the\n"
+            "plugin's own estimate of each time (op_cost; '-' where it has none).\n"
             "\n"
             "  -t, --threads LIST    CPU thread counts, e.g. 1,2 (default: all cores)\n"
             "      --type LIST       f32,f16,q8_0,q4_0,q6_k or all (default q4_0)\n"
@@ -416,12 +420,27 @@ static double time_op(const wset *ws, int op, int reps, double min_s)
     return best;
 }
 
+/* The plugin's estimate of op on ws with k rows listed, in seconds, or -1
+ * when it gives none.  op_cost prices the sparse ops for a list of every
+ * row; k of them read k/rows of the weight (plugin.h). */
+static double estimate(const wset *ws, int op, int64_t k)
+{
+    static const int ids[N_OPS] = {HC_OP_MATMUL, HC_OP_MATVEC_ROWS, HC_OP_AXPY_ROWS};
+    double c = hc_diag_op_cost(ws->d, ids[op], ws->t, ws->rows, ws->cols, 1);
+    if (!(c >= 0))
+        return -1;
+    return op == OP_MATMUL ? c : c * (double)k / (double)ws->rows;
+}
+
 static void print_row(const char *op, hc_type t, double frac, int64_t k, uint64_t bytes,
-                      double sec, double bw)
+                      double sec, double est, double bw)
 {
     double gbs = (double)bytes / sec / 1e9;
-    printf("%-12s %-5s %6.1f%% %6lld %9.1f %9.1f %8.2f %6.0f%%\n", op, hc_type_name(t),
-           100.0 * frac, (long long)k, (double)bytes / 1024.0, sec * 1e6, gbs,
+    char est_us[32] = "-";
+    if (est >= 0)
+        snprintf(est_us, sizeof est_us, "%.1f", est * 1e6);
+    printf("%-12s %-5s %6.1f%% %6lld %9.1f %9.1f %9s %8.2f %6.0f%%\n", op, hc_type_name(t),
+           100.0 * frac, (long long)k, (double)bytes / 1024.0, sec * 1e6, est_us, gbs,
            100.0 * gbs * 1e9 / bw);
 }
 
@@ -437,7 +456,8 @@ static int bench_type(hc_diag *d, const ops_opts *o, hc_type t, double bw)
         double s = time_op(&ws, OP_MATMUL, o->reps, o->min_s);
         if (s < 0)
             goto out;
-        print_row("matmul", t, 1.0, ws.rows, ws.row_bytes * (uint64_t)ws.rows, s, bw);
+        print_row("matmul", t, 1.0, ws.rows, ws.row_bytes * (uint64_t)ws.rows, s,
+                  estimate(&ws, OP_MATMUL, ws.rows), bw);
     }
     for (int f = 0; f < o->n_fracs; f++) {
         int64_t k = llround(o->fracs[f] * (double)o->rows);
@@ -458,7 +478,7 @@ static int bench_type(hc_diag *d, const ops_opts *o, hc_type t, double bw)
             if (s < 0)
                 goto out;
             print_row(op_names[op], t, (double)k / (double)o->rows, k,
-                      ws.row_bytes * (uint64_t)k, s, bw);
+                      ws.row_bytes * (uint64_t)k, s, estimate(&ws, op, k), bw);
         }
     }
     rc = 0;
@@ -931,8 +951,8 @@ int hc_bench_ops(int argc, char **argv)
         }
         printf("shape        %lld x %lld, working set >= %d MiB, best of %d\n",
                (long long)o.rows, (long long)o.cols, o.mib, o.reps);
-        printf("%-12s %-5s %7s %6s %9s %9s %8s %7s\n", "op", "type", "rows%", "rows", "KiB/op",
-               "us/op", "GB/s", "%bw");
+        printf("%-12s %-5s %7s %6s %9s %9s %9s %8s %7s\n", "op", "type", "rows%", "rows",
+               "KiB/op", "us/op", "est us", "GB/s", "%bw");
         for (int i = 0; i < o.n_types; i++)
             if (bench_type(dev, &o, o.types[i], bw))
                 goto out;

@@ -1,15 +1,15 @@
 /*
- * op_cost: a rough time estimate for the scheduler and `hotcold bench`.
- * Decode ops are memory-bound, so the model is the larger of bytes touched
- * / bandwidth and multiply-adds / compute rate, plus a fixed dispatch cost.  The rates
- * are what the avx2 kernels reach per thread on data in cache on a recent
- * Xeon (~2.9 GHz); the scheduler only compares devices, so the order of
+ * op_cost: a rough time estimate, printed by `hotcold bench --ops` beside
+ * the time it measures.  Decode ops are memory-bound, so the model is the
+ * larger of bytes touched / bandwidth and multiply-adds / compute rate,
+ * plus a fixed dispatch cost.  The rates are what the avx2 kernels reach
+ * per thread on data in cache on a recent Xeon (~2.9 GHz): the order of
  * magnitude is what counts.
  *
- * Shape meaning per op: matmul/matvec_rows/axpy_rows: rows = rows touched
- * (the list length for the sparse ops), cols, n tokens.  Layer ops: rows x
- * cols elements per token (attention: rows = positions, cols = n_head *
- * head_dim), n tokens.
+ * The shape arguments are plugin.h's (at op_cost): for the weight ops the
+ * weight's rows and cols and n tokens, the sparse ops priced for a list of
+ * every row; for the layer ops rows x cols elements per token, n tokens.
+ * -1 for what the ops refuse: axpy_rows of Q6_K.
  */
 #include <stdatomic.h>
 

@@ -11,38 +11,13 @@ typedef long long ll;
 /* Below this many multiply-adds a job costs less than waking the pool. */
 #define PARALLEL_MIN_MACS (1 << 15)
 
-static int type_known(hc_type t)
-{
-    return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q4_0 || t == HC_TYPE_Q8_0 ||
-           t == HC_TYPE_Q6_K;
-}
-
-static uint64_t weight_align(hc_type t)
-{
-    return t == HC_TYPE_F32 ? 4 : t == HC_TYPE_F16 ? 2 : 1;
-}
-
-/* Checks type, shape and the weight range; *row_bytes is one row's size. */
+/* Type, shape and the weight range; *row_bytes is one row's size. */
 static hc_status check_weights(hc_plugin_ctx *ctx, const char *op, hc_type t, hc_ref w,
                                int64_t rows, int64_t cols, uint64_t *row_bytes, void **wp)
 {
     uint64_t bytes;
-
-    if (!type_known(t))
-        return hc_cpu_fail(ctx, HC_E_UNSUPPORTED,
-                           "%s: weight type %d is not supported (F32, F16, Q4_0, Q8_0, Q6_K)", op,
-                           (int)t);
-    if (rows < 0 || cols < 0)
-        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: negative shape %lld x %lld", op, (ll)rows,
-                           (ll)cols);
-    *row_bytes = hc_type_row_size(t, cols);
-    if (*row_bytes == 0 && cols > 0)
-        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: cols %lld is not a multiple of %d for type %d",
-                           op, (ll)cols, t == HC_TYPE_Q6_K ? HC_QK_K : 32, (int)t);
-    if (!hc_cpu_mul3((uint64_t)rows, *row_bytes, 1, &bytes))
-        return hc_cpu_fail(ctx, HC_E_INVALID, "%s: w: %lld rows of %llu bytes overflow", op,
-                           (ll)rows, (unsigned long long)*row_bytes);
-    return hc_cpu_ref(ctx, op, "w", w, bytes, weight_align(t), wp);
+    hc_status st = hc_kit_check_weights(hc_cpu_kit_fail, ctx, op, t, rows, cols, row_bytes, &bytes);
+    return st != HC_OK ? st : hc_cpu_ref(ctx, op, "w", w, bytes, hc_kit_weight_align(t), wp);
 }
 
 static int threads_for(hc_plugin_ctx *ctx, uint64_t macs)
