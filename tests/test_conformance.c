@@ -307,7 +307,7 @@ static void *make_weights(hc_type t, int64_t rows, int64_t cols, uint64_t seed, 
     conf_rng r = rng_seed(seed);
     for (int64_t i = 0; i < rows; i++) {
         fill_uniform(&r, src, (size_t)cols, 1.0f);
-        hc_ref_quantize_row(t, src, w + (uint64_t)i * row_bytes, cols);
+        hc_scalar_quantize_row(t, src, w + (uint64_t)i * row_bytes, cols);
     }
     free(src);
     *bytes = row_bytes * (uint64_t)rows;
@@ -484,7 +484,7 @@ static double *dot_energy(hc_type t, const void *w, int64_t rows, int64_t cols, 
     int64_t count = idx ? n_idx : rows;
     for (int64_t k = 0; k < count; k++) {
         int64_t r = idx ? idx[k] : k;
-        hc_ref_dequantize_row(t, (const uint8_t *)w + (uint64_t)r * row_bytes, row, cols);
+        hc_scalar_dequantize_row(t, (const uint8_t *)w + (uint64_t)r * row_bytes, row, cols);
         for (int64_t tok = 0; tok < n; tok++) {
             double s = 0;
             for (int64_t c = 0; c < cols; c++) {
@@ -507,7 +507,7 @@ static double *axpy_energy(hc_type t, const void *wt, int64_t rows, int64_t cols
     float *row = xmalloc((size_t)cols * sizeof(float));
     ck_assert(e != NULL);
     for (int64_t k = 0; k < n_idx; k++) {
-        hc_ref_dequantize_row(t, (const uint8_t *)wt + (uint64_t)idx[k] * row_bytes, row, cols);
+        hc_scalar_dequantize_row(t, (const uint8_t *)wt + (uint64_t)idx[k] * row_bytes, row, cols);
         for (int64_t tok = 0; tok < n; tok++) {
             double hv = h[tok * rows + idx[k]];
             for (int64_t c = 0; c < cols; c++)
@@ -607,7 +607,7 @@ static void matmul_case(conf_dev *d, hc_type t, dbuf *w, const void *wq, int64_t
     if (!dbuf_guards_ok(&y, what, "y") || !dbuf_input_ok(&x, hx, what, "x") ||
         !dbuf_guards_ok(w, what, "w"))
         goto out;
-    hc_ref_matmul(t, wq, rows, cols, hx, n, want);
+    hc_scalar_matmul(t, wq, rows, cols, hx, n, want);
     wantd = to_double(want, ny);
     energy = dot_energy(t, wq, rows, cols, hx, n, NULL, 0);
     report(d, "matmul", worst_slot(t), what, compare_energy(hy, wantd, energy, ny),
@@ -771,7 +771,7 @@ static void matvec_rows_case(conf_dev *d, hc_type t, dbuf *w, const void *wq, in
         !dbuf_input_ok(&di, idx, what, "idx") || !dbuf_guards_ok(w, what, "w"))
         goto out;
     memcpy(want, pre, ny * sizeof(float));
-    hc_ref_matvec_rows(t, wq, rows, cols, hx, n, idx, n_idx, want);
+    hc_scalar_matvec_rows(t, wq, rows, cols, hx, n, idx, n_idx, want);
     energy = dot_energy(t, wq, rows, cols, hx, n, idx, n_idx);
     for (int64_t k = 0; k < n_idx; k++)
         listed[idx[k]] = 1;
@@ -876,7 +876,7 @@ static void axpy_rows_case(conf_dev *d, hc_type t, dbuf *w, const void *wq, int6
         goto out;
     }
     memcpy(want, pre, ny * sizeof(float));
-    hc_ref_axpy_rows(t, wq, rows, cols, hh, n, idx, n_idx, want);
+    hc_scalar_axpy_rows(t, wq, rows, cols, hh, n, idx, n_idx, want);
     for (size_t i = 0; i < ny; i++) {
         dgot[i] = (float)((double)hy[i] - (double)pre[i]);
         if (!isfinite(hy[i]))
@@ -1021,9 +1021,9 @@ static void batch_case(conf_dev *d, const hc_type *ty, const int64_t *rs, const 
         float *want = xmalloc(ny * sizeof(float));
         memcpy(want, pre[i], ny * sizeof(float));
         if (ls[i] < 0)
-            hc_ref_matmul(ty[i], wq[i], rs[i], cols, hx, n, want);
+            hc_scalar_matmul(ty[i], wq[i], rs[i], cols, hx, n, want);
         else
-            hc_ref_matvec_rows(ty[i], wq[i], rs[i], cols, hx, n, idx[i], n_idx[i], want);
+            hc_scalar_matvec_rows(ty[i], wq[i], rs[i], cols, hx, n, idx[i], n_idx[i], want);
         double *energy = dot_energy(ty[i], wq[i], rs[i], cols, hx, n, ls[i] < 0 ? NULL : idx[i],
                                     ls[i] < 0 ? 0 : n_idx[i]);
         uint8_t *listed = calloc((size_t)(rs[i] > 0 ? rs[i] : 1), 1);
@@ -1163,7 +1163,7 @@ static void rmsnorm_case(conf_dev *d, int64_t n, int64_t dim, float eps, float x
     CONF_CALL(d, d->ops->stream_sync(d->st));
     if (!dbuf_input_ok(&x, hx, what, "x") || !dbuf_input_ok(&w, hw, what, "w"))
         goto out;
-    hc_ref_rmsnorm(hx, hw, want, n, dim, eps);
+    hc_scalar_rmsnorm(hx, hw, want, n, dim, eps);
     check_output(d, "rmsnorm", what, &y, nx, want, BOUND_ELEMENTWISE);
 out:
     dbuf_free(&x);
@@ -1242,8 +1242,8 @@ static void rope_case(conf_dev *d, const rope_shape *rs, int mode, uint64_t seed
             goto out;
         }
     memcpy(want, hx, nx * sizeof(float));
-    hc_ref_rope(want, rs->n_tok, rs->n_head, rs->head_dim, rs->n_rot, pos, rs->base, rs->scale,
-                mode);
+    hc_scalar_rope(want, rs->n_tok, rs->n_head, rs->head_dim, rs->n_rot, pos, rs->base, rs->scale,
+                   mode);
     check_output(d, "rope", what, &x, nx, want, BOUND_ROPE);
 out:
     dbuf_free(&x);
@@ -1312,8 +1312,8 @@ static void attention_case(conf_dev *d, const attn_shape *as, uint64_t seed)
     if (!dbuf_input_ok(&q, hq, what, "q") || !dbuf_input_ok(&k, hk, what, "k") ||
         !dbuf_input_ok(&v, hv, what, "v") || !dbuf_input_ok(&p, pos, what, "pos"))
         goto out;
-    hc_ref_attention(hq, hk, hv, want, as->n_tok, pos, as->n_head, as->n_head_kv, as->head_dim,
-                     scale);
+    hc_scalar_attention(hq, hk, hv, want, as->n_tok, pos, as->n_head, as->n_head_kv, as->head_dim,
+                        scale);
     check_output(d, "attention", what, &o, nq, want, BOUND_ATTENTION);
 out:
     dbuf_free(&q);
@@ -1373,11 +1373,11 @@ static void elementwise_case(conf_dev *d, int kind, int op, int64_t n, float par
     if ((!inplace && !dbuf_input_ok(&a, ha, what, "a")) || !dbuf_input_ok(&b, hb, what, "b"))
         goto out;
     if (kind == 0)
-        hc_ref_unary(op, ha, want, n, param);
+        hc_scalar_unary(op, ha, want, n, param);
     else if (kind == 1)
-        hc_ref_binary(op, ha, hb, want, n);
+        hc_scalar_binary(op, ha, hb, want, n);
     else
-        hc_ref_glu(op, ha, hb, want, n, param);
+        hc_scalar_glu(op, ha, hb, want, n, param);
     check_output(d, opname, what, out, (size_t)n, want, BOUND_ELEMENTWISE);
 out:
     dbuf_free(&a);
@@ -1464,9 +1464,9 @@ static void conf_stream_flush(conf_dev *d)
     CONF_CALL(d, d->ops->download(d->st, hy, dref(&y), sizeof hy));
     CONF_CALL(d, d->ops->stream_flush(d->st));
     CONF_CALL(d, d->ops->stream_sync(d->st));
-    hc_ref_matmul(HC_TYPE_F32, wq, rows, cols, hx, n, want);
+    hc_scalar_matmul(HC_TYPE_F32, wq, rows, cols, hx, n, want);
     if (scaled)
-        hc_ref_unary(HC_UNARY_SCALE, want, want, n * rows, -0.5f);
+        hc_scalar_unary(HC_UNARY_SCALE, want, want, n * rows, -0.5f);
     for (int i = 0; i < 2 * 96; i++)
         wantd[i] = want[i];
     report(d, "flush", worst_slot(HC_TYPE_F32),
@@ -1602,7 +1602,7 @@ static void conf_buffer_wrap_host(conf_dev *d)
     CONF_CALL(d, d->ops->stream_sync(d->st));
     if (dbuf_get(&y, hy, 0, sizeof hy) != 0)
         goto out;
-    hc_ref_matmul(HC_TYPE_Q8_0, wq, rows, cols, hx, 1, want);
+    hc_scalar_matmul(HC_TYPE_Q8_0, wq, rows, cols, hx, 1, want);
     for (int i = 0; i < 40; i++)
         wantd[i] = want[i];
     report(d, "matmul", worst_slot(HC_TYPE_Q8_0), "Q8_0 40x256 n=1 wrapped host weights",
@@ -2021,7 +2021,7 @@ START_TEST(test_bad_refs)
     CONF_CALL(d, d->ops->stream_sync(d->st));
     if (dbuf_get(&y, hy, 0, sizeof hy) != 0)
         goto out;
-    hc_ref_matmul(HC_TYPE_F32, wq, rows, cols, hx, 1, want);
+    hc_scalar_matmul(HC_TYPE_F32, wq, rows, cols, hx, 1, want);
     for (int i = 0; i < 8; i++)
         wantd[i] = want[i];
     report(d, "matmul", worst_slot(HC_TYPE_F32), "F32 8x64 n=1 after refused calls",

@@ -150,7 +150,7 @@ static uint8_t *rand_weights(hc_type t, int64_t rows, int64_t cols)
     for (int64_t r = 0; r < rows; r++) {
         for (int64_t c = 0; c < cols; c++)
             src[c] = rng_f();
-        hc_ref_quantize_row(t, src, w + r * rb, cols);
+        hc_scalar_quantize_row(t, src, w + r * rb, cols);
     }
     free(src);
     return w;
@@ -646,7 +646,7 @@ START_TEST(test_reference_spot_checks)
         hc_buffer *ib = buf_from(&p, idx, n_idx * 4), *yb = buf_from(&p, NULL, n * cols * 4);
 
         ck_assert_int_eq(o->matmul(p.s, t, at(wb), rows, cols, at(xb), n, at(yb)), HC_OK);
-        hc_ref_matmul(t, w, rows, cols, x, n, want);
+        hc_scalar_matmul(t, w, rows, cols, x, n, want);
         double e = nmse(o->buffer_host_ptr(yb), want, n * rows);
         printf("cpu-%s matmul %-4s 200x4096 n=3: nmse %.2e\n", VARIANT_NAME[_i], type_name(t), e);
         ck_assert_msg(e <= bound[ti], "matmul %s nmse %g", type_name(t), e);
@@ -663,7 +663,7 @@ START_TEST(test_reference_spot_checks)
             ck_assert_int_eq(
                 o->axpy_rows(p.s, t, at(wb), rows, cols, at(hb), n, at(ib), n_idx, at(yb)),
                 HC_OK);
-            hc_ref_axpy_rows(t, w, rows, cols, h, n, idx, n_idx, want);
+            hc_scalar_axpy_rows(t, w, rows, cols, h, n, idx, n_idx, want);
             memcpy(got, o->buffer_host_ptr(yb), n * cols * 4);
             e = nmse(got, want, n * cols);
             printf("cpu-%s axpy   %-4s 200x4096 n=3: nmse %.2e\n", VARIANT_NAME[_i], type_name(t),
@@ -696,32 +696,32 @@ START_TEST(test_reference_spot_checks)
     ck_assert_int_eq(o->attention(p.s, at(qb), at(kb), at(vb), at(ob), nt, at(pb), nh, nkv, hd,
                                   0.125f),
                      HC_OK);
-    hc_ref_attention(q, k, v, want, nt, pos, nh, nkv, hd, 0.125f);
+    hc_scalar_attention(q, k, v, want, nt, pos, nh, nkv, hd, 0.125f);
     ck_assert_msg(nmse(o->buffer_host_ptr(ob), want, nt * width) <= 1e-8, "attention");
 
     for (int mode = 0; mode <= 2; mode += 2) {
         memcpy(want, q, nt * width * 4);
         memcpy(o->buffer_host_ptr(ob), q, nt * width * 4);
         ck_assert_int_eq(o->rope(p.s, at(ob), nt, nh, hd, 32, at(pb), 10000.0f, 1.0f, mode), HC_OK);
-        hc_ref_rope(want, nt, nh, hd, 32, pos, 10000.0f, 1.0f, mode);
+        hc_scalar_rope(want, nt, nh, hd, 32, pos, 10000.0f, 1.0f, mode);
         ck_assert_msg(nmse(o->buffer_host_ptr(ob), want, nt * width) <= 1e-8, "rope mode %d", mode);
     }
 
     ck_assert_int_eq(o->rmsnorm(p.s, at(qb), at(kb), at(ob), nt, width, 1e-6f), HC_OK);
-    hc_ref_rmsnorm(q, k, want, nt, width, 1e-6f);
+    hc_scalar_rmsnorm(q, k, want, nt, width, 1e-6f);
     ck_assert_msg(nmse(o->buffer_host_ptr(ob), want, nt * width) <= 1e-10, "rmsnorm");
 
     for (int op = 0; op <= 2; op++) {
         ck_assert_int_eq(o->unary(p.s, op, at(qb), at(ob), nt * width, 0.3f), HC_OK);
-        hc_ref_unary(op, q, want, nt * width, 0.3f);
+        hc_scalar_unary(op, q, want, nt * width, 0.3f);
         ck_assert_msg(nmse(o->buffer_host_ptr(ob), want, nt * width) <= 1e-10, "unary %d", op);
         ck_assert_int_eq(o->glu(p.s, op, at(qb), at(vb), at(ob), nt * width, 0.3f), HC_OK);
-        hc_ref_glu(op, q, v, want, nt * width, 0.3f);
+        hc_scalar_glu(op, q, v, want, nt * width, 0.3f);
         ck_assert_msg(nmse(o->buffer_host_ptr(ob), want, nt * width) <= 1e-10, "glu %d", op);
     }
     for (int op = 0; op <= 1; op++) {
         ck_assert_int_eq(o->binary(p.s, op, at(qb), at(vb), at(ob), nt * width), HC_OK);
-        hc_ref_binary(op, q, v, want, nt * width);
+        hc_scalar_binary(op, q, v, want, nt * width);
         ck_assert_msg(nmse(o->buffer_host_ptr(ob), want, nt * width) <= 1e-12, "binary %d", op);
     }
 
@@ -766,7 +766,7 @@ START_TEST(test_decode_shapes)
         mm_case c = {t, rows, cols, 1, 0, wb, xb, NULL, yb};
         snprintf(what, sizeof what, "decode matmul %s", type_name(t));
         same_for_thread_counts(&p, what, run_matmul, &c, yb, rows * 4, NULL);
-        hc_ref_matmul(t, w, rows, cols, x, 1, want);
+        hc_scalar_matmul(t, w, rows, cols, x, 1, want);
         double e = nmse(o->buffer_host_ptr(yb), want, rows);
         ck_assert_msg(e <= bound[ti], "%s: nmse %g", what, e);
 
@@ -789,7 +789,7 @@ START_TEST(test_decode_shapes)
             same_for_thread_counts(&p, what, run_matvec_rows, &cs, yb, rows * 4, y0);
             memcpy(want, y0, rows * 4);
             float *full = malloc(rows * 4);
-            hc_ref_matmul(t, w, rows, cols, x, 1, full);
+            hc_scalar_matmul(t, w, rows, cols, x, 1, full);
             for (int64_t i = 0; i < k; i++)
                 want[idx[i]] = full[idx[i]];
             free(full);
@@ -806,7 +806,7 @@ START_TEST(test_decode_shapes)
             }
             same_for_thread_counts(&p, what, run_axpy_rows, &ca, yb, cols * 4, y0);
             memcpy(want, y0, cols * 4);
-            hc_ref_axpy_rows(t, w, rows, cols, h, 1, idx, k, want);
+            hc_scalar_axpy_rows(t, w, rows, cols, h, 1, idx, k, want);
             e = nmse(o->buffer_host_ptr(yb), want, cols);
             printf("cpu-%s %s: nmse %.2e\n", VARIANT_NAME[_i], what, e);
             /* Float accuracy, as for several tokens (no activation

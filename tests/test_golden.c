@@ -462,10 +462,10 @@ START_TEST(q6_k_down_t_refused)
         uint8_t q[HC_Q6K_N_EMBD]; /* more than a Q6_K row of 256 needs */
         ck_assert_int_eq(cols, HC_Q6K_N_EMBD);
         for (uint64_t r = 0; r < t->ne[1]; r++) {
-            hc_ref_dequantize_row((hc_type)t->type,
-                                  (const uint8_t *)t->data + r * hc_type_row_size(t->type, cols),
-                                  row, cols);
-            hc_ref_quantize_row(HC_TYPE_Q6_K, row, q, cols);
+            hc_scalar_dequantize_row((hc_type)t->type,
+                                     (const uint8_t *)t->data + r * hc_type_row_size(t->type, cols),
+                                     row, cols);
+            hc_scalar_quantize_row(HC_TYPE_Q6_K, row, q, cols);
             ck_assert_int_eq(hc_gguf_writer_write_data(w, q, hc_type_row_size(HC_TYPE_Q6_K, cols),
                                                        err, sizeof err),
                              0);

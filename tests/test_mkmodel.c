@@ -224,9 +224,9 @@ static void ref_forward(const hc_gguf *g, const int32_t *ids, int n, meas *ms)
     ck_assert(x && xn && q && att && o && k && v && z && u && lg && pos && all);
     for (int t = 0; t < n; t++) {
         pos[t] = t;
-        hc_ref_dequantize_row(emb.type,
-                              (const uint8_t *)emb.data + hc_type_row_size(emb.type, e) * ids[t],
-                              x + t * e, e);
+        hc_scalar_dequantize_row(emb.type,
+                                 (const uint8_t *)emb.data + hc_type_row_size(emb.type, e) * ids[t],
+                                 x + t * e, e);
     }
     for (int64_t r = 0; r < ff; r++)
         all[r] = (int32_t)r;
@@ -241,26 +241,26 @@ static void ref_forward(const hc_gguf *g, const int32_t *ids, int n, meas *ms)
         const int64_t H = fc1.rows;
         ck_assert_int_eq(fc2.cols, H);
         ck_assert_int_eq(fc2.rows, ff);
-        hc_ref_rmsnorm(x, an.data, xn, n, e, eps);
-        hc_ref_matmul(wq.type, wq.data, e, e, xn, n, q);
-        hc_ref_matmul(wk.type, wk.data, kvd, e, xn, n, k);
-        hc_ref_matmul(wv.type, wv.data, kvd, e, xn, n, v);
-        hc_ref_rope(q, n, nh, hd, hd, pos, 10000.0f, 1.0f, HC_ROPE_NORM);
-        hc_ref_rope(k, n, nkv, hd, hd, pos, 10000.0f, 1.0f, HC_ROPE_NORM);
-        hc_ref_attention(q, k, v, att, n, pos, nh, nkv, hd, 1.0f / sqrtf((float)hd));
-        hc_ref_matmul(wo.type, wo.data, e, e, att, n, o);
+        hc_scalar_rmsnorm(x, an.data, xn, n, e, eps);
+        hc_scalar_matmul(wq.type, wq.data, e, e, xn, n, q);
+        hc_scalar_matmul(wk.type, wk.data, kvd, e, xn, n, k);
+        hc_scalar_matmul(wv.type, wv.data, kvd, e, xn, n, v);
+        hc_scalar_rope(q, n, nh, hd, hd, pos, 10000.0f, 1.0f, HC_ROPE_NORM);
+        hc_scalar_rope(k, n, nkv, hd, hd, pos, 10000.0f, 1.0f, HC_ROPE_NORM);
+        hc_scalar_attention(q, k, v, att, n, pos, nh, nkv, hd, 1.0f / sqrtf((float)hd));
+        hc_scalar_matmul(wo.type, wo.data, e, e, att, n, o);
         for (int64_t i = 0; i < n * e; i++)
             x[i] += o[i];
         /* FFN: truth from the gate, prediction from fc1/fc2 on the residual. */
-        hc_ref_rmsnorm(x, fn.data, xn, n, e, eps);
-        hc_ref_matmul(gate.type, gate.data, ff, e, xn, n, z);
-        hc_ref_matmul(up.type, up.data, ff, e, xn, n, u);
+        hc_scalar_rmsnorm(x, fn.data, xn, n, e, eps);
+        hc_scalar_matmul(gate.type, gate.data, ff, e, xn, n, z);
+        hc_scalar_matmul(up.type, up.data, ff, e, xn, n, u);
         float *a1 = calloc((size_t)(n * H), sizeof *a1);
         ck_assert(a1 != NULL);
-        hc_ref_matmul(fc1.type, fc1.data, H, e, x, n, a1);
+        hc_scalar_matmul(fc1.type, fc1.data, H, e, x, n, a1);
         for (int64_t i = 0; i < n * H; i++)
             a1[i] = a1[i] > 0 ? a1[i] : 0;
-        hc_ref_matmul(fc2.type, fc2.data, ff, H, a1, n, lg);
+        hc_scalar_matmul(fc2.type, fc2.data, ff, H, a1, n, lg);
         free(a1);
         for (int t = 0; t < n; t++) {
             double be = fabs((double)x[t * e] - BIAS_C);
@@ -278,7 +278,7 @@ static void ref_forward(const hc_gguf *g, const int32_t *ids, int n, meas *ms)
             l->per_token[l->tokens++] = (double)f_tok / (double)ff;
         }
         memset(o, 0, (size_t)(n * e) * sizeof *o);
-        hc_ref_axpy_rows(down.type, down.data, ff, e, z, n, all, ff, o);
+        hc_scalar_axpy_rows(down.type, down.data, ff, e, z, n, all, ff, o);
         for (int64_t i = 0; i < n * e; i++) {
             x[i] += o[i];
             if (!isfinite(x[i]))
@@ -290,8 +290,8 @@ static void ref_forward(const hc_gguf *g, const int32_t *ids, int n, meas *ms)
     /* The head on the last token: finite logits. */
     mat on = tensor(g, "output_norm.weight", 0), out = tensor(g, "output.weight", 0);
     float *logits = malloc((size_t)out.rows * sizeof *logits);
-    hc_ref_rmsnorm(x + (int64_t)(n - 1) * e, on.data, xn, 1, e, eps);
-    hc_ref_matmul(out.type, out.data, out.rows, e, xn, 1, logits);
+    hc_scalar_rmsnorm(x + (int64_t)(n - 1) * e, on.data, xn, 1, e, eps);
+    hc_scalar_matmul(out.type, out.data, out.rows, e, xn, 1, logits);
     for (int64_t i = 0; i < out.rows; i++)
         if (!isfinite(logits[i]))
             ms->finite = 0;

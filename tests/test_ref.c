@@ -25,45 +25,45 @@ static double half_value(uint16_t h)
 
 START_TEST(fp16_known_values)
 {
-    ck_assert_float_eq(hc_ref_fp16_to_fp32(0x3c00), 1.0f);
-    ck_assert_float_eq(hc_ref_fp16_to_fp32(0xc000), -2.0f);
-    ck_assert_float_eq(hc_ref_fp16_to_fp32(0x7bff), 65504.0f);
-    ck_assert_float_eq(hc_ref_fp16_to_fp32(0x0001), ldexpf(1.0f, -24));
-    ck_assert_float_eq(hc_ref_fp16_to_fp32(0x0400), ldexpf(1.0f, -14));
-    ck_assert_float_eq(hc_ref_fp16_to_fp32(0x03ff), ldexpf(1023.0f, -24));
-    ck_assert_float_eq(hc_ref_fp16_to_fp32(0x3555), 1365.0f / 4096.0f); /* 1+341/1024 over 4 */
-    float nz = hc_ref_fp16_to_fp32(0x8000);
+    ck_assert_float_eq(hc_scalar_fp16_to_fp32(0x3c00), 1.0f);
+    ck_assert_float_eq(hc_scalar_fp16_to_fp32(0xc000), -2.0f);
+    ck_assert_float_eq(hc_scalar_fp16_to_fp32(0x7bff), 65504.0f);
+    ck_assert_float_eq(hc_scalar_fp16_to_fp32(0x0001), ldexpf(1.0f, -24));
+    ck_assert_float_eq(hc_scalar_fp16_to_fp32(0x0400), ldexpf(1.0f, -14));
+    ck_assert_float_eq(hc_scalar_fp16_to_fp32(0x03ff), ldexpf(1023.0f, -24));
+    ck_assert_float_eq(hc_scalar_fp16_to_fp32(0x3555), 1365.0f / 4096.0f); /* 1+341/1024 over 4 */
+    float nz = hc_scalar_fp16_to_fp32(0x8000);
     ck_assert(nz == 0.0f && signbit(nz));
-    ck_assert(isinf(hc_ref_fp16_to_fp32(0x7c00)) && hc_ref_fp16_to_fp32(0x7c00) > 0);
-    ck_assert(isinf(hc_ref_fp16_to_fp32(0xfc00)) && hc_ref_fp16_to_fp32(0xfc00) < 0);
-    ck_assert(isnan(hc_ref_fp16_to_fp32(0x7e00)));
-    ck_assert(isnan(hc_ref_fp16_to_fp32(0x7c01)));
+    ck_assert(isinf(hc_scalar_fp16_to_fp32(0x7c00)) && hc_scalar_fp16_to_fp32(0x7c00) > 0);
+    ck_assert(isinf(hc_scalar_fp16_to_fp32(0xfc00)) && hc_scalar_fp16_to_fp32(0xfc00) < 0);
+    ck_assert(isnan(hc_scalar_fp16_to_fp32(0x7e00)));
+    ck_assert(isnan(hc_scalar_fp16_to_fp32(0x7c01)));
 
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(1.0f), 0x3c00);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(-2.0f), 0xc000);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(0.0f), 0x0000);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(-0.0f), 0x8000);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(65504.0f), 0x7bff);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(65519.99f), 0x7bff); /* below the midpoint 65520 */
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(65520.0f), 0x7c00);  /* tie to even: inf */
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(1e6f), 0x7c00);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(-INFINITY), 0xfc00);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(ldexpf(1.0f, -24)), 0x0001);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(ldexpf(1.0f, -25)), 0x0000); /* tie to even: 0 */
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(ldexpf(1.5f, -25)), 0x0001);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(ldexpf(3.0f, -25)), 0x0002); /* 1.5 ulp: tie to 2 */
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(1e-10f), 0x0000);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(ldexpf(1.0f, -140)), 0x0000); /* float subnormal */
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(1.0f), 0x3c00);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(-2.0f), 0xc000);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(0.0f), 0x0000);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(-0.0f), 0x8000);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(65504.0f), 0x7bff);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(65519.99f), 0x7bff); /* below the midpoint 65520 */
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(65520.0f), 0x7c00);  /* tie to even: inf */
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(1e6f), 0x7c00);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(-INFINITY), 0xfc00);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(ldexpf(1.0f, -24)), 0x0001);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(ldexpf(1.0f, -25)), 0x0000); /* tie to even: 0 */
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(ldexpf(1.5f, -25)), 0x0001);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(ldexpf(3.0f, -25)), 0x0002); /* 1.5 ulp: tie to 2 */
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(1e-10f), 0x0000);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(ldexpf(1.0f, -140)), 0x0000); /* float subnormal */
     /* 1 + 2^-11 is the midpoint of 1 and 1+2^-10: ties to even (1.0). */
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(1.0f + ldexpf(1.0f, -11)), 0x3c00);
-    ck_assert_uint_eq(hc_ref_fp32_to_fp16(1.0f + ldexpf(3.0f, -11)), 0x3c02);
-    uint16_t n = hc_ref_fp32_to_fp16(NAN);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(1.0f + ldexpf(1.0f, -11)), 0x3c00);
+    ck_assert_uint_eq(hc_scalar_fp32_to_fp16(1.0f + ldexpf(3.0f, -11)), 0x3c02);
+    uint16_t n = hc_scalar_fp32_to_fp16(NAN);
     ck_assert((n & 0x7c00) == 0x7c00 && (n & 0x3ff) != 0);
     /* A nan whose payload lives only in the low 13 bits must stay a nan. */
     uint32_t low_nan_bits = 0x7f800001u;
     float low_nan;
     memcpy(&low_nan, &low_nan_bits, sizeof low_nan);
-    n = hc_ref_fp32_to_fp16(low_nan);
+    n = hc_scalar_fp32_to_fp16(low_nan);
     ck_assert((n & 0x7c00) == 0x7c00 && (n & 0x3ff) != 0);
 }
 END_TEST
@@ -74,11 +74,11 @@ START_TEST(fp16_all_halves_round_trip)
 {
     for (uint32_t i = 0; i < 65536; i++) {
         uint16_t h = (uint16_t)i;
-        float f = hc_ref_fp16_to_fp32(h);
+        float f = hc_scalar_fp16_to_fp32(h);
         int e = (h >> 10) & 0x1f, m = h & 0x3ff;
         if (e == 0x1f && m != 0) {
             ck_assert_msg(isnan(f), "0x%04x", h);
-            uint16_t back = hc_ref_fp32_to_fp16(f);
+            uint16_t back = hc_scalar_fp32_to_fp16(f);
             ck_assert_msg((back & 0x7c00) == 0x7c00 && (back & 0x3ff) != 0, "0x%04x", h);
             ck_assert_uint_eq(back & 0x8000, h & 0x8000);
             continue;
@@ -89,8 +89,8 @@ START_TEST(fp16_all_halves_round_trip)
             ck_assert_msg((double)f == half_value(h), "0x%04x: %g vs %g", h, f, half_value(h));
             ck_assert_msg((signbit(f) != 0) == (h >> 15), "0x%04x sign", h);
         }
-        ck_assert_msg(hc_ref_fp32_to_fp16(f) == h, "0x%04x -> %g -> 0x%04x", h, f,
-                      hc_ref_fp32_to_fp16(f));
+        ck_assert_msg(hc_scalar_fp32_to_fp16(f) == h, "0x%04x -> %g -> 0x%04x", h, f,
+                      hc_scalar_fp32_to_fp16(f));
     }
 }
 END_TEST
@@ -112,11 +112,11 @@ START_TEST(fp16_rounding_midpoints)
         for (int sgn = 0; sgn < 2; sgn++) {
             float s = sgn ? -1.0f : 1.0f;
             uint16_t sb = sgn ? 0x8000 : 0;
-            ck_assert_msg(hc_ref_fp32_to_fp16(s * mid) == (uint16_t)(sb | even),
-                          "midpoint of 0x%04x: got 0x%04x", lo, hc_ref_fp32_to_fp16(s * mid));
-            ck_assert_msg(hc_ref_fp32_to_fp16(s * nextafterf(mid, 0.0f)) == (uint16_t)(sb | lo),
+            ck_assert_msg(hc_scalar_fp32_to_fp16(s * mid) == (uint16_t)(sb | even),
+                          "midpoint of 0x%04x: got 0x%04x", lo, hc_scalar_fp32_to_fp16(s * mid));
+            ck_assert_msg(hc_scalar_fp32_to_fp16(s * nextafterf(mid, 0.0f)) == (uint16_t)(sb | lo),
                           "below midpoint of 0x%04x", lo);
-            ck_assert_msg(hc_ref_fp32_to_fp16(s * nextafterf(mid, INFINITY)) ==
+            ck_assert_msg(hc_scalar_fp32_to_fp16(s * nextafterf(mid, INFINITY)) ==
                               (uint16_t)(sb | hi),
                           "above midpoint of 0x%04x", lo);
         }
@@ -139,16 +139,16 @@ START_TEST(q8_0_block_layout)
     for (int j = 0; j < 32; j++)
         x[j] = (float)q[j] / 16.0f;
     /* amax = 127/16, d = amax/127 = 1/16; fp16(1/16) = exponent 11 -> 0x2c00. */
-    hc_ref_quantize_row(HC_TYPE_Q8_0, x, blk, 32);
+    hc_scalar_quantize_row(HC_TYPE_Q8_0, x, blk, 32);
     ck_assert_uint_eq(blk[0] | (blk[1] << 8), 0x2c00);
     for (int j = 0; j < 32; j++)
         ck_assert_int_eq((int8_t)blk[2 + j], q[j]);
-    hc_ref_dequantize_row(HC_TYPE_Q8_0, blk, back, 32);
+    hc_scalar_dequantize_row(HC_TYPE_Q8_0, blk, back, 32);
     for (int j = 0; j < 32; j++)
         ck_assert_float_eq(back[j], x[j]);
     /* All zeros: d = 0 and every q = 0 (no division by zero). */
     memset(x, 0, sizeof x);
-    hc_ref_quantize_row(HC_TYPE_Q8_0, x, blk, 32);
+    hc_scalar_quantize_row(HC_TYPE_Q8_0, x, blk, 32);
     for (int j = 0; j < HC_Q8_0_BLOCK_BYTES; j++)
         ck_assert_uint_eq(blk[j], 0);
 }
@@ -166,11 +166,11 @@ START_TEST(q4_0_block_layout)
     q[9] = 0; /* -1.0: the extreme */
     for (int j = 0; j < 32; j++)
         x[j] = 0.125f * (float)(q[j] - 8);
-    hc_ref_quantize_row(HC_TYPE_Q4_0, x, blk, 32);
+    hc_scalar_quantize_row(HC_TYPE_Q4_0, x, blk, 32);
     ck_assert_uint_eq(blk[0] | (blk[1] << 8), 0x3000);
     for (int j = 0; j < 16; j++)
         ck_assert_uint_eq(blk[2 + j], (unsigned)(q[j] | (q[j + 16] << 4)));
-    hc_ref_dequantize_row(HC_TYPE_Q4_0, blk, back, 32);
+    hc_scalar_dequantize_row(HC_TYPE_Q4_0, blk, back, 32);
     for (int j = 0; j < 32; j++)
         ck_assert_float_eq(back[j], x[j]);
 
@@ -182,12 +182,12 @@ START_TEST(q4_0_block_layout)
     x[1] = -0.875f;
     x[17] = -1.0f;
     x[2] = 0.5f;
-    hc_ref_quantize_row(HC_TYPE_Q4_0, x, blk, 32);
+    hc_scalar_quantize_row(HC_TYPE_Q4_0, x, blk, 32);
     ck_assert_uint_eq(blk[0] | (blk[1] << 8), 0xb000);
     ck_assert_uint_eq(blk[2 + 0], 0x80);        /* q0 = 0, q16 = 8 (x = 0) */
     ck_assert_uint_eq(blk[2 + 1], 0xf | 0xf0);  /* q1 = 15, q17 = 15 (clamped) */
     ck_assert_uint_eq(blk[2 + 2], 4 | 0x80);
-    hc_ref_dequantize_row(HC_TYPE_Q4_0, blk, back, 32);
+    hc_scalar_dequantize_row(HC_TYPE_Q4_0, blk, back, 32);
     ck_assert_float_eq(back[0], 1.0f);
     ck_assert_float_eq(back[1], -0.875f);
     ck_assert_float_eq(back[17], -0.875f);
@@ -228,7 +228,7 @@ START_TEST(q6_k_block_layout)
         blk[Q6_SC + j] = (uint8_t)(int8_t)(j - 8);
     blk[Q6_D] = 0x00;
     blk[Q6_D + 1] = 0x38;
-    hc_ref_dequantize_row(HC_TYPE_Q6_K, blk, got, 256);
+    hc_scalar_dequantize_row(HC_TYPE_Q6_K, blk, got, 256);
     ck_assert_float_eq(got[0], 128.0f);
     ck_assert_float_eq(got[37], 33.0f);
     ck_assert_float_eq(got[100], -18.0f);
@@ -244,7 +244,7 @@ START_TEST(q6_k_block_layout)
         p[Q6_D] = 0x66; /* d = fp16 0x2e66 (b 0), 0xae66 (b 1) */
         p[Q6_D + 1] = b ? 0xae : 0x2e;
     }
-    hc_ref_dequantize_row(HC_TYPE_Q6_K, blk, got, 512);
+    hc_scalar_dequantize_row(HC_TYPE_Q6_K, blk, got, 512);
     for (int b = 0; b < 2; b++) {
         const uint8_t *p = blk + b * HC_Q6_K_BLOCK_BYTES;
         /* 0x2e66: exponent 11, mantissa 0x266 = 614: 2^-4 * (1 + 614/1024) */
@@ -294,16 +294,16 @@ START_TEST(q6_k_exact_round_trip)
         want[Q6_SC + j] = (uint8_t)sc[j];
     want[Q6_D] = 0x00; /* 2^-6: exponent 9 -> 0x2400 */
     want[Q6_D + 1] = 0x24;
-    hc_ref_quantize_row(HC_TYPE_Q6_K, x, blk, 256);
+    hc_scalar_quantize_row(HC_TYPE_Q6_K, x, blk, 256);
     for (int k = 0; k < HC_Q6_K_BLOCK_BYTES; k++)
         ck_assert_msg(blk[k] == want[k], "byte %d: 0x%02x, want 0x%02x", k, blk[k], want[k]);
-    hc_ref_dequantize_row(HC_TYPE_Q6_K, blk, back, 256);
+    hc_scalar_dequantize_row(HC_TYPE_Q6_K, blk, back, 256);
     for (int i = 0; i < 256; i++)
         ck_assert_float_eq(back[i], x[i]);
 
     /* All zeros: d = 0, scales 0, every q = 32 (ql 0, qh fields 2 = 0xaa). */
     memset(x, 0, sizeof x);
-    hc_ref_quantize_row(HC_TYPE_Q6_K, x, blk, 256);
+    hc_scalar_quantize_row(HC_TYPE_Q6_K, x, blk, 256);
     for (int k = 0; k < HC_Q6_K_BLOCK_BYTES; k++)
         ck_assert_uint_eq(blk[k], (k >= Q6_QH && k < Q6_SC ? 0xaa : 0));
 }
@@ -334,8 +334,8 @@ START_TEST(quantize_error_bounds)
         x[c] = rnd() * (1.0f + (float)(c / 32)); /* block scales differ */
     x[100] = 0.0f;
 
-    hc_ref_quantize_row(HC_TYPE_Q8_0, x, row, COLS);
-    hc_ref_dequantize_row(HC_TYPE_Q8_0, row, back, COLS);
+    hc_scalar_quantize_row(HC_TYPE_Q8_0, x, row, COLS);
+    hc_scalar_dequantize_row(HC_TYPE_Q8_0, row, back, COLS);
     double se = 0, ss = 0;
     for (int b = 0; b < COLS / 32; b++) {
         double amax = 0;
@@ -352,8 +352,8 @@ START_TEST(quantize_error_bounds)
      * variance amax^2/3 -> NMSE ~ 1/(4*127^2) = 1.6e-5. */
     ck_assert_msg(se / ss < 3e-5, "q8_0 nmse %g", se / ss);
 
-    hc_ref_quantize_row(HC_TYPE_Q4_0, x, row, COLS);
-    hc_ref_dequantize_row(HC_TYPE_Q4_0, row, back, COLS);
+    hc_scalar_quantize_row(HC_TYPE_Q4_0, x, row, COLS);
+    hc_scalar_dequantize_row(HC_TYPE_Q4_0, row, back, COLS);
     se = ss = 0;
     for (int b = 0; b < COLS / 32; b++) {
         double amax = 0;
@@ -375,12 +375,12 @@ START_TEST(quantize_error_bounds)
      * (1/128) and fp16's rounding of d (2^-11).  A group clamped to 127 can
      * see |x| / step up to 32.27, which its clamp to 31 misses by 1.27
      * steps: bound 1.3 steps. */
-    hc_ref_quantize_row(HC_TYPE_Q6_K, x, row, COLS);
-    hc_ref_dequantize_row(HC_TYPE_Q6_K, row, back, COLS);
+    hc_scalar_quantize_row(HC_TYPE_Q6_K, x, row, COLS);
+    hc_scalar_dequantize_row(HC_TYPE_Q6_K, row, back, COLS);
     se = ss = 0;
     for (int c = 0; c < COLS; c++) {
         const uint8_t *blk = row + (c / 256) * HC_Q6_K_BLOCK_BYTES;
-        const double d = hc_ref_fp16_to_fp32((uint16_t)(blk[208] | blk[209] << 8));
+        const double d = hc_scalar_fp16_to_fp32((uint16_t)(blk[208] | blk[209] << 8));
         const double step = fabs(d * (int8_t)blk[192 + c % 256 / 16]);
         double gmax = 0;
         for (int k = c / 16 * 16; k < c / 16 * 16 + 16; k++)
@@ -394,14 +394,14 @@ START_TEST(quantize_error_bounds)
      * ~1/(4*32^2) = 2.4e-4. */
     ck_assert_msg(se / ss < 5e-4, "q6_k nmse %g", se / ss);
 
-    hc_ref_quantize_row(HC_TYPE_F16, x, row, COLS);
-    hc_ref_dequantize_row(HC_TYPE_F16, row, back, COLS);
+    hc_scalar_quantize_row(HC_TYPE_F16, x, row, COLS);
+    hc_scalar_dequantize_row(HC_TYPE_F16, row, back, COLS);
     for (int c = 0; c < COLS; c++)
         /* (below 2^-14 the step is fixed at 2^-24: half of it absolute) */
         ck_assert(fabs(back[c] - x[c]) <= fmax(fabs(x[c]) * ldexp(1.0, -11), ldexp(1.0, -25)));
 
-    hc_ref_quantize_row(HC_TYPE_F32, x, row, COLS);
-    hc_ref_dequantize_row(HC_TYPE_F32, row, back, COLS);
+    hc_scalar_quantize_row(HC_TYPE_F32, x, row, COLS);
+    hc_scalar_dequantize_row(HC_TYPE_F32, row, back, COLS);
     ck_assert(memcmp(back, x, sizeof x) == 0);
 }
 END_TEST
@@ -416,7 +416,7 @@ static const float X23[6] = {1, 1, 1, 2, 0, -1};
 START_TEST(matmul_by_hand)
 {
     float y[4];
-    hc_ref_matmul(HC_TYPE_F32, W23, 2, 3, X23, 2, y);
+    hc_scalar_matmul(HC_TYPE_F32, W23, 2, 3, X23, 2, y);
     ck_assert_float_eq(y[0], 6.0f);
     ck_assert_float_eq(y[1], 3.5f);
     ck_assert_float_eq(y[2], -1.0f);
@@ -425,11 +425,11 @@ START_TEST(matmul_by_hand)
     /* The same in F16 (all values exact in half). */
     uint16_t w16[6];
     for (int i = 0; i < 6; i++)
-        w16[i] = hc_ref_fp32_to_fp16(W23[i]);
-    hc_ref_matmul(HC_TYPE_F16, w16, 2, 3, X23, 2, y);
+        w16[i] = hc_scalar_fp32_to_fp16(W23[i]);
+    hc_scalar_matmul(HC_TYPE_F16, w16, 2, 3, X23, 2, y);
     ck_assert_float_eq(y[0], 6.0f);
     ck_assert_float_eq(y[3], -6.0f);
-    ck_assert_double_eq(hc_ref_dot_row(HC_TYPE_F16, w16 + 3, X23 + 3, 3), -6.0);
+    ck_assert_double_eq(hc_scalar_dot_row(HC_TYPE_F16, w16 + 3, X23 + 3, 3), -6.0);
 }
 END_TEST
 
@@ -448,7 +448,7 @@ START_TEST(dot_q8_0_by_hand)
     for (int c = 0; c < 64; c++)
         x[c] = c < 32 ? 1.0f : 2.0f;
     /* block 1 sees x = 2: -16; total -24 */
-    ck_assert_double_eq(hc_ref_dot_row(HC_TYPE_Q8_0, blk, x, 64), -24.0);
+    ck_assert_double_eq(hc_scalar_dot_row(HC_TYPE_Q8_0, blk, x, 64), -24.0);
 
     /* Q6_K, d = 1 (0x3c00): scales[j] = 1 for even j, -2 for odd j, every q
      * = 33 (+1: ql 0x11, qh fields 2 = 0xaa): weights 1 and -2 in runs of
@@ -464,7 +464,7 @@ START_TEST(dot_q8_0_by_hand)
     b6[209] = 0x3c;
     for (int c = 0; c < 256; c++)
         x6[c] = c < 32 ? 1.0f : 2.0f;
-    ck_assert_double_eq(hc_ref_dot_row(HC_TYPE_Q6_K, b6, x6, 256), -240.0);
+    ck_assert_double_eq(hc_scalar_dot_row(HC_TYPE_Q6_K, b6, x6, 256), -240.0);
 
     /* Q4_0, d = 1 (0x3c00), every byte 0x9f: low nibble 15 (+7) for
      * elements 0..15, high nibble 9 (+1) for 16..31; with x = 1: 16*7 + 16 = 128. */
@@ -472,7 +472,7 @@ START_TEST(dot_q8_0_by_hand)
     b4[0] = 0x00;
     b4[1] = 0x3c;
     memset(b4 + 2, 0x9f, 16);
-    ck_assert_double_eq(hc_ref_dot_row(HC_TYPE_Q4_0, b4, x, 32), 128.0);
+    ck_assert_double_eq(hc_scalar_dot_row(HC_TYPE_Q4_0, b4, x, 32), 128.0);
 }
 END_TEST
 
@@ -483,7 +483,7 @@ START_TEST(matvec_rows_by_hand)
     const float x[6] = {1, 2, 3, -1, -2, -3};
     const int32_t idx[2] = {2, 0};
     float y[6] = {99, 99, 99, 99, 99, 99};
-    hc_ref_matvec_rows(HC_TYPE_F32, w, 3, 3, x, 2, idx, 2, y);
+    hc_scalar_matvec_rows(HC_TYPE_F32, w, 3, 3, x, 2, idx, 2, y);
     ck_assert_float_eq(y[0], 1.0f);
     ck_assert_float_eq(y[1], 99.0f);
     ck_assert_float_eq(y[2], 6.0f);
@@ -501,14 +501,14 @@ START_TEST(axpy_rows_by_hand)
     const float h[6] = {1, 5, 0.5f, 2, 2, 2};
     const int32_t idx[2] = {0, 2};
     float y[4] = {1, 1, 0, 0};
-    hc_ref_axpy_rows(HC_TYPE_F32, wt, 3, 2, h, 2, idx, 2, y);
+    hc_scalar_axpy_rows(HC_TYPE_F32, wt, 3, 2, h, 2, idx, 2, y);
     ck_assert_float_eq(y[0], 52.0f);
     ck_assert_float_eq(y[1], 103.0f);
     /* token 1: 2*[1,2] + 2*[100,200] = [202, 404] */
     ck_assert_float_eq(y[2], 202.0f);
     ck_assert_float_eq(y[3], 404.0f);
     /* An empty list leaves y alone. */
-    hc_ref_axpy_rows(HC_TYPE_F32, wt, 3, 2, h, 2, idx, 0, y);
+    hc_scalar_axpy_rows(HC_TYPE_F32, wt, 3, 2, h, 2, idx, 0, y);
     ck_assert_float_eq(y[0], 52.0f);
 }
 END_TEST
@@ -526,7 +526,7 @@ START_TEST(axpy_rows_long_row)
         wt[i] = 0x3c00;
     for (int c = 0; c < COLS; c++)
         y[c] = (float)c;
-    hc_ref_axpy_rows(HC_TYPE_F16, wt, ROWS, COLS, h, 1, idx, 2, y);
+    hc_scalar_axpy_rows(HC_TYPE_F16, wt, ROWS, COLS, h, 1, idx, 2, y);
     for (int c = 0; c < COLS; c++)
         ck_assert_float_eq(y[c], (float)c + 2.0f);
 }
@@ -540,11 +540,11 @@ START_TEST(rmsnorm_by_hand)
     const float x[4] = {3, 4, 0, 2};
     const float w[2] = {1, 2};
     float y[4];
-    hc_ref_rmsnorm(x, w, y, 2, 2, 0.0f);
+    hc_scalar_rmsnorm(x, w, y, 2, 2, 0.0f);
     ck_assert_float_eq_tol(y[0], 3.0 / sqrt(12.5), 1e-6);
     ck_assert_float_eq_tol(y[1], 8.0 / sqrt(12.5), 1e-6);
     /* [0, 2]: mean square 2 + eps 2 = 4 -> /2 */
-    hc_ref_rmsnorm(x + 2, w, y, 1, 2, 2.0f);
+    hc_scalar_rmsnorm(x + 2, w, y, 1, 2, 2.0f);
     ck_assert_float_eq_tol(y[0], 0.0, 1e-7);
     ck_assert_float_eq_tol(y[1], 2.0, 1e-6);
 }
@@ -555,7 +555,7 @@ START_TEST(rope_known_vectors)
     /* head_dim 4, n_rot 4, base 10000: theta_0 = pos, theta_1 = pos / 100. */
     const int32_t pos1[1] = {1};
     float x[4] = {1, 0, 1, 0};
-    hc_ref_rope(x, 1, 1, 4, 4, pos1, 10000.0f, 1.0f, HC_ROPE_NORM);
+    hc_scalar_rope(x, 1, 1, 4, 4, pos1, 10000.0f, 1.0f, HC_ROPE_NORM);
     ck_assert_float_eq_tol(x[0], cos(1.0), 1e-6);
     ck_assert_float_eq_tol(x[1], sin(1.0), 1e-6);
     ck_assert_float_eq_tol(x[2], cos(0.01), 1e-6);
@@ -563,7 +563,7 @@ START_TEST(rope_known_vectors)
 
     /* NEOX pairs (0,2) and (1,3). */
     float y[4] = {1, 1, 0, 0};
-    hc_ref_rope(y, 1, 1, 4, 4, pos1, 10000.0f, 1.0f, HC_ROPE_NEOX);
+    hc_scalar_rope(y, 1, 1, 4, 4, pos1, 10000.0f, 1.0f, HC_ROPE_NEOX);
     ck_assert_float_eq_tol(y[0], cos(1.0), 1e-6);
     ck_assert_float_eq_tol(y[1], cos(0.01), 1e-6);
     ck_assert_float_eq_tol(y[2], sin(1.0), 1e-6);
@@ -575,7 +575,7 @@ START_TEST(rope_known_vectors)
     float z[16];
     for (int i = 0; i < 16; i++)
         z[i] = (i % 4 == 0) ? 2.0f : (float)i;
-    hc_ref_rope(z, 2, 2, 4, 2, pos2, 10000.0f, 0.5f, HC_ROPE_NORM);
+    hc_scalar_rope(z, 2, 2, 4, 2, pos2, 10000.0f, 0.5f, HC_ROPE_NORM);
     ck_assert_float_eq(z[0], 2.0f); /* pos 0: identity */
     ck_assert_float_eq(z[1], 1.0f);
     for (int head = 0; head < 2; head++) {
@@ -602,7 +602,7 @@ START_TEST(attention_by_hand)
     const float q[8] = {1, 0, 0, 2, 5, 5, -5, 5};
     const int32_t pos[2] = {1, 0};
     float out[8];
-    hc_ref_attention(q, k, v, out, 2, pos, 2, 1, 2, 1.0f);
+    hc_scalar_attention(q, k, v, out, 2, pos, 2, 1, 2, 1.0f);
     double e = exp(1.0), a0 = e / (e + 1), a1 = 1 / (e + 1);
     ck_assert_float_eq_tol(out[0], a0 * 1 + a1 * 3, 1e-6);
     ck_assert_float_eq_tol(out[1], a0 * 2 + a1 * 4, 1e-6);
@@ -614,7 +614,7 @@ START_TEST(attention_by_hand)
         ck_assert_float_eq_tol(out[i + 1], 2.0, 1e-7);
     }
     /* scale 0.5 on head 1 of token A: scores 0, 1 -> the head-0 weights swapped. */
-    hc_ref_attention(q, k, v, out, 1, pos, 2, 1, 2, 0.5f);
+    hc_scalar_attention(q, k, v, out, 1, pos, 2, 1, 2, 0.5f);
     ck_assert_float_eq_tol(out[2], a1 * 1 + a0 * 3, 1e-6);
 
     /* GQA 4/2, head_dim 1, q = 1, two positions: k = [0,0] then [1,-1] per
@@ -624,7 +624,7 @@ START_TEST(attention_by_hand)
     const float v2[4] = {0, 0, 1, 1};
     const float q2[4] = {1, 1, 1, 1};
     const int32_t pos2[1] = {1};
-    hc_ref_attention(q2, k2, v2, out, 1, pos2, 4, 2, 1, 1.0f);
+    hc_scalar_attention(q2, k2, v2, out, 1, pos2, 4, 2, 1, 1.0f);
     ck_assert_float_eq_tol(out[0], a0, 1e-6);
     ck_assert_float_eq_tol(out[1], a0, 1e-6);
     ck_assert_float_eq_tol(out[2], a1, 1e-6);
@@ -647,7 +647,7 @@ START_TEST(attention_wide_head)
             v[p * NKV * HD + d] = d < HD ? (float)d : 1000.0f;
         }
     const int32_t pos[1] = {NP - 1};
-    hc_ref_attention(q, k, v, out, 1, pos, NH, NKV, HD, 0.1f);
+    hc_scalar_attention(q, k, v, out, 1, pos, NH, NKV, HD, 0.1f);
     for (int h = 0; h < NH; h++)
         for (int d = 0; d < HD; d++)
             ck_assert_float_eq_tol(out[h * HD + d], h < 2 ? (double)d : 1000.0, 1e-3);
@@ -659,35 +659,35 @@ START_TEST(elementwise_by_hand)
     const float x[4] = {-1, 0, 0.5f, 3};
     const float u[4] = {2, -2, 4, -1};
     float y[4];
-    hc_ref_unary(HC_UNARY_RELU_SHIFT, x, y, 4, 0.25f);
+    hc_scalar_unary(HC_UNARY_RELU_SHIFT, x, y, 4, 0.25f);
     ck_assert_float_eq(y[0], 0.0f);
     ck_assert_float_eq(y[1], 0.0f);
     ck_assert_float_eq(y[2], 0.25f);
     ck_assert_float_eq(y[3], 2.75f);
-    hc_ref_unary(HC_UNARY_SILU, x, y, 4, 0.0f);
+    hc_scalar_unary(HC_UNARY_SILU, x, y, 4, 0.0f);
     ck_assert_float_eq_tol(y[0], -1.0 / (1.0 + exp(1.0)), 1e-7);
     ck_assert_float_eq(y[1], 0.0f);
     ck_assert_float_eq_tol(y[3], 3.0 / (1.0 + exp(-3.0)), 1e-6);
-    hc_ref_unary(HC_UNARY_SCALE, x, y, 4, -2.0f);
+    hc_scalar_unary(HC_UNARY_SCALE, x, y, 4, -2.0f);
     ck_assert_float_eq(y[3], -6.0f);
-    hc_ref_unary(99, x, y, 4, 0.0f);
+    hc_scalar_unary(99, x, y, 4, 0.0f);
     ck_assert(isnan(y[0]));
 
-    hc_ref_binary(HC_BINARY_ADD, x, u, y, 4);
+    hc_scalar_binary(HC_BINARY_ADD, x, u, y, 4);
     ck_assert_float_eq(y[0], 1.0f);
     ck_assert_float_eq(y[3], 2.0f);
-    hc_ref_binary(HC_BINARY_MUL, x, u, y, 4);
+    hc_scalar_binary(HC_BINARY_MUL, x, u, y, 4);
     ck_assert_float_eq(y[0], -2.0f);
     ck_assert_float_eq(y[2], 2.0f);
 
-    hc_ref_glu(HC_GLU_SILU, x, u, y, 4, 0.0f);
+    hc_scalar_glu(HC_GLU_SILU, x, u, y, 4, 0.0f);
     ck_assert_float_eq_tol(y[3], 3.0 / (1.0 + exp(-3.0)) * -1.0, 1e-6);
     ck_assert_float_eq_tol(y[0], -1.0 / (1.0 + exp(1.0)) * 2.0, 1e-6);
-    hc_ref_glu(HC_GLU_RELU, x, u, y, 4, 0.25f);
+    hc_scalar_glu(HC_GLU_RELU, x, u, y, 4, 0.25f);
     ck_assert_float_eq(y[0], 0.0f);
     ck_assert_float_eq(y[2], 1.0f);   /* 0.25 * 4 */
     ck_assert_float_eq(y[3], -2.75f); /* 2.75 * -1: u is not clipped */
-    hc_ref_glu(HC_GLU_RELU_BOTH, x, u, y, 4, 0.25f);
+    hc_scalar_glu(HC_GLU_RELU_BOTH, x, u, y, 4, 0.25f);
     ck_assert_float_eq(y[2], 1.0f);
     ck_assert_float_eq(y[3], 0.0f); /* u clipped to 0 */
 }

@@ -494,10 +494,10 @@ static void recall_observer(void *user, const hc_ffn_observation *o)
     const int64_t H = (int64_t)f1->ne[1];
     float *a = malloc((size_t)o->n_tok * H * sizeof *a);
     float *z = malloc((size_t)o->n_tok * o->n_ff * sizeof *z);
-    hc_ref_matmul((hc_type)f1->type, f1->data, H, o->n_embd, o->p, o->n_tok, a);
+    hc_scalar_matmul((hc_type)f1->type, f1->data, H, o->n_embd, o->p, o->n_tok, a);
     for (int64_t i = 0; i < o->n_tok * H; i++)
         a[i] = a[i] > 0.0f ? a[i] : 0.0f;
-    hc_ref_matmul((hc_type)f2->type, f2->data, o->n_ff, H, a, o->n_tok, z);
+    hc_scalar_matmul((hc_type)f2->type, f2->data, o->n_ff, H, a, o->n_tok, z);
     for (int t = 0; t < o->n_tok; t++)
         for (int r = 0; r < o->n_ff; r++) {
             int truly = o->h[(size_t)t * o->n_ff + r] != 0.0f;

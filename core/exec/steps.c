@@ -16,8 +16,8 @@ int hc_exec_embed(hc_context *c, const hc_weight *emb, const int32_t *tokens, in
                          hp->n_vocab - 1);
             return -1;
         }
-        hc_ref_dequantize_row(emb->type, (const uint8_t *)emb->host + (uint64_t)tokens[i] * emb_row,
-                              c->host_x + (size_t)i * hp->n_embd, hp->n_embd);
+        const uint8_t *row = (const uint8_t *)emb->host + (uint64_t)tokens[i] * emb_row;
+        hc_scalar_dequantize_row(emb->type, row, c->host_x + (size_t)i * hp->n_embd, hp->n_embd);
         c->host_pos[i] = c->n_past + i;
     }
     c->x_on = on;

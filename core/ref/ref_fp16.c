@@ -23,7 +23,7 @@ static float f32_from_bits(uint32_t u)
     return f;
 }
 
-float hc_ref_fp16_to_fp32(uint16_t h)
+float hc_scalar_fp16_to_fp32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h >> 15) << 31;
     uint32_t exp = (h >> 10) & 0x1fu;
@@ -57,7 +57,7 @@ static uint32_t shift_round_even(uint32_t value, int shift)
     return kept;
 }
 
-uint16_t hc_ref_fp32_to_fp16(float f)
+uint16_t hc_scalar_fp32_to_fp16(float f)
 {
     uint32_t u = f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);

@@ -12,31 +12,31 @@
 /* Elements handled per chunk: a multiple of every block size (32, 256). */
 #define REF_CHUNK 256
 
-void hc_ref_matmul(hc_type t, const void *w, int64_t rows, int64_t cols, const float *x,
-                   int64_t n, float *y)
+void hc_scalar_matmul(hc_type t, const void *w, int64_t rows, int64_t cols, const float *x,
+                      int64_t n, float *y)
 {
     uint64_t row_bytes = hc_type_row_size(t, cols);
     for (int64_t tok = 0; tok < n; tok++)
         for (int64_t r = 0; r < rows; r++) {
             const uint8_t *row = (const uint8_t *)w + (uint64_t)r * row_bytes;
-            y[tok * rows + r] = (float)hc_ref_dot_row(t, row, x + tok * cols, cols);
+            y[tok * rows + r] = (float)hc_scalar_dot_row(t, row, x + tok * cols, cols);
         }
 }
 
-void hc_ref_matvec_rows(hc_type t, const void *w, int64_t rows, int64_t cols, const float *x,
-                        int64_t n, const int32_t *idx, int64_t n_idx, float *y)
+void hc_scalar_matvec_rows(hc_type t, const void *w, int64_t rows, int64_t cols, const float *x,
+                           int64_t n, const int32_t *idx, int64_t n_idx, float *y)
 {
     uint64_t row_bytes = hc_type_row_size(t, cols);
     for (int64_t k = 0; k < n_idx; k++) {
         int64_t r = idx[k];
         const uint8_t *row = (const uint8_t *)w + (uint64_t)r * row_bytes;
         for (int64_t tok = 0; tok < n; tok++)
-            y[tok * rows + r] = (float)hc_ref_dot_row(t, row, x + tok * cols, cols);
+            y[tok * rows + r] = (float)hc_scalar_dot_row(t, row, x + tok * cols, cols);
     }
 }
 
-void hc_ref_axpy_rows(hc_type t, const void *wt, int64_t rows, int64_t cols, const float *h,
-                      int64_t n, const int32_t *idx, int64_t n_idx, float *y)
+void hc_scalar_axpy_rows(hc_type t, const void *wt, int64_t rows, int64_t cols, const float *h,
+                         int64_t n, const int32_t *idx, int64_t n_idx, float *y)
 {
     uint64_t row_bytes = hc_type_row_size(t, cols);
     float w[REF_CHUNK];
@@ -54,7 +54,7 @@ void hc_ref_axpy_rows(hc_type t, const void *wt, int64_t rows, int64_t cols, con
                 int64_t r = idx[k];
                 const uint8_t *part = (const uint8_t *)wt + (uint64_t)r * row_bytes +
                                       hc_type_row_size(t, c0);
-                hc_ref_dequantize_row(t, part, w, len);
+                hc_scalar_dequantize_row(t, part, w, len);
                 for (int64_t c = 0; c < len; c++)
                     acc[c] += (double)ht[r] * (double)w[c];
             }
@@ -64,7 +64,7 @@ void hc_ref_axpy_rows(hc_type t, const void *wt, int64_t rows, int64_t cols, con
     }
 }
 
-void hc_ref_rmsnorm(const float *x, const float *w, float *y, int64_t n, int64_t dim, float eps)
+void hc_scalar_rmsnorm(const float *x, const float *w, float *y, int64_t n, int64_t dim, float eps)
 {
     for (int64_t tok = 0; tok < n; tok++) {
         const float *xt = x + tok * dim;
@@ -77,8 +77,8 @@ void hc_ref_rmsnorm(const float *x, const float *w, float *y, int64_t n, int64_t
     }
 }
 
-void hc_ref_rope(float *x, int64_t n_tok, int64_t n_head, int64_t head_dim, int64_t n_rot,
-                 const int32_t *pos, float freq_base, float freq_scale, int mode)
+void hc_scalar_rope(float *x, int64_t n_tok, int64_t n_head, int64_t head_dim, int64_t n_rot,
+                    const int32_t *pos, float freq_base, float freq_scale, int mode)
 {
     for (int64_t tok = 0; tok < n_tok; tok++)
         for (int64_t hd = 0; hd < n_head; hd++) {
@@ -107,9 +107,9 @@ static double attn_score(const float *q, const float *k, int64_t head_dim, float
 
 #define REF_ATTN_CHUNK 64
 
-void hc_ref_attention(const float *q, const float *k, const float *v, float *out, int64_t n_tok,
-                      const int32_t *pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
-                      float scale)
+void hc_scalar_attention(const float *q, const float *k, const float *v, float *out, int64_t n_tok,
+                         const int32_t *pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                         float scale)
 {
     int64_t group = n_head / n_head_kv; /* query heads per KV head */
     int64_t kv_stride = n_head_kv * head_dim;
@@ -151,7 +151,7 @@ static double silu(double x)
     return x / (1.0 + exp(-x));
 }
 
-void hc_ref_unary(int op, const float *x, float *y, int64_t n, float param)
+void hc_scalar_unary(int op, const float *x, float *y, int64_t n, float param)
 {
     for (int64_t i = 0; i < n; i++) {
         double xi = x[i], r;
@@ -165,7 +165,7 @@ void hc_ref_unary(int op, const float *x, float *y, int64_t n, float param)
     }
 }
 
-void hc_ref_binary(int op, const float *a, const float *b, float *y, int64_t n)
+void hc_scalar_binary(int op, const float *a, const float *b, float *y, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
         switch (op) {
@@ -176,7 +176,7 @@ void hc_ref_binary(int op, const float *a, const float *b, float *y, int64_t n)
     }
 }
 
-void hc_ref_glu(int act, const float *g, const float *u, float *h, int64_t n, float shift)
+void hc_scalar_glu(int act, const float *g, const float *u, float *h, int64_t n, float shift)
 {
     for (int64_t i = 0; i < n; i++) {
         double gi = g[i], ui = u[i], r;

@@ -29,7 +29,7 @@ static void dequantize_q8_0(const uint8_t *row, float *dst, int64_t cols)
 {
     for (int64_t b = 0; b < cols / HC_QK8_0; b++) {
         const uint8_t *blk = row + b * HC_Q8_0_BLOCK_BYTES;
-        float d = hc_ref_fp16_to_fp32(read_u16(blk));
+        float d = hc_scalar_fp16_to_fp32(read_u16(blk));
         for (int j = 0; j < HC_QK8_0; j++)
             dst[b * HC_QK8_0 + j] = d * (float)(int8_t)blk[2 + j];
     }
@@ -39,7 +39,7 @@ static void dequantize_q4_0(const uint8_t *row, float *dst, int64_t cols)
 {
     for (int64_t b = 0; b < cols / HC_QK4_0; b++) {
         const uint8_t *blk = row + b * HC_Q4_0_BLOCK_BYTES;
-        float d = hc_ref_fp16_to_fp32(read_u16(blk));
+        float d = hc_scalar_fp16_to_fp32(read_u16(blk));
         for (int j = 0; j < HC_QK4_0 / 2; j++) {
             int lo = blk[2 + j] & 0x0f;
             int hi = blk[2 + j] >> 4;
@@ -77,7 +77,7 @@ static void dequantize_q6_k(const uint8_t *row, float *dst, int64_t cols)
 {
     for (int64_t b = 0; b < cols / HC_QK_K; b++) {
         const uint8_t *blk = row + b * HC_Q6_K_BLOCK_BYTES;
-        float d = hc_ref_fp16_to_fp32(read_u16(blk + Q6K_D));
+        float d = hc_scalar_fp16_to_fp32(read_u16(blk + Q6K_D));
         for (int i = 0; i < HC_QK_K; i++) {
             /* d * scale is exact (11 x 8 bits), so this rounds once. */
             float ds = d * (float)(int8_t)blk[Q6K_SCALES + i / 16];
@@ -86,7 +86,7 @@ static void dequantize_q6_k(const uint8_t *row, float *dst, int64_t cols)
     }
 }
 
-void hc_ref_dequantize_row(hc_type t, const void *row, float *dst, int64_t cols)
+void hc_scalar_dequantize_row(hc_type t, const void *row, float *dst, int64_t cols)
 {
     switch (t) {
     case HC_TYPE_F32:
@@ -94,7 +94,7 @@ void hc_ref_dequantize_row(hc_type t, const void *row, float *dst, int64_t cols)
         break;
     case HC_TYPE_F16:
         for (int64_t c = 0; c < cols; c++)
-            dst[c] = hc_ref_fp16_to_fp32(read_u16((const uint8_t *)row + 2 * c));
+            dst[c] = hc_scalar_fp16_to_fp32(read_u16((const uint8_t *)row + 2 * c));
         break;
     case HC_TYPE_Q8_0:
         dequantize_q8_0(row, dst, cols);
@@ -122,7 +122,7 @@ static void quantize_q8_0(const float *src, uint8_t *row, int64_t cols)
         for (int j = 0; j < HC_QK8_0; j++)
             amax = fmaxf(amax, fabsf(x[j]));
         float d = amax / 127.0f;
-        write_u16(blk, hc_ref_fp32_to_fp16(d));
+        write_u16(blk, hc_scalar_fp32_to_fp16(d));
         for (int j = 0; j < HC_QK8_0; j++) {
             /* x/d is within [-127, 127] up to rounding; clamp for safety. */
             float q = d != 0.0f ? roundf(x[j] / d) : 0.0f;
@@ -147,7 +147,7 @@ static void quantize_q4_0(const float *src, uint8_t *row, int64_t cols)
             if (fabsf(x[j]) > fabsf(max))
                 max = x[j];
         float d = max / -8.0f;
-        write_u16(blk, hc_ref_fp32_to_fp16(d));
+        write_u16(blk, hc_scalar_fp32_to_fp16(d));
         int q[HC_QK4_0];
         for (int j = 0; j < HC_QK4_0; j++) {
             /* Round half up (floor of v + 0.5), then shift into 0..15. */
@@ -191,8 +191,8 @@ static void quantize_q6_k(const float *src, uint8_t *row, int64_t cols)
             s[j] = signed_max(x + 16 * j, 16) / -32.0f;
         const float smax = signed_max(s, HC_QK_K / 16);
         /* (an all-zero block gets d = +0, not 0 / -128 = -0) */
-        const uint16_t dh = hc_ref_fp32_to_fp16(smax != 0.0f ? smax / -128.0f : 0.0f);
-        const float d = hc_ref_fp16_to_fp32(dh);
+        const uint16_t dh = hc_scalar_fp32_to_fp16(smax != 0.0f ? smax / -128.0f : 0.0f);
+        const float d = hc_scalar_fp16_to_fp32(dh);
         memset(blk, 0, HC_Q6_K_BLOCK_BYTES);
         write_u16(blk + Q6K_D, dh);
         for (int j = 0; j < HC_QK_K / 16; j++) {
@@ -208,7 +208,7 @@ static void quantize_q6_k(const float *src, uint8_t *row, int64_t cols)
     }
 }
 
-void hc_ref_quantize_row(hc_type t, const float *src, void *row, int64_t cols)
+void hc_scalar_quantize_row(hc_type t, const float *src, void *row, int64_t cols)
 {
     switch (t) {
     case HC_TYPE_F32:
@@ -216,7 +216,7 @@ void hc_ref_quantize_row(hc_type t, const float *src, void *row, int64_t cols)
         break;
     case HC_TYPE_F16:
         for (int64_t c = 0; c < cols; c++)
-            write_u16((uint8_t *)row + 2 * c, hc_ref_fp32_to_fp16(src[c]));
+            write_u16((uint8_t *)row + 2 * c, hc_scalar_fp32_to_fp16(src[c]));
         break;
     case HC_TYPE_Q8_0:
         quantize_q8_0(src, row, cols);
@@ -234,7 +234,7 @@ void hc_ref_quantize_row(hc_type t, const float *src, void *row, int64_t cols)
  * for the stack, so the dot needs no allocation. */
 #define REF_CHUNK 256
 
-double hc_ref_dot_row(hc_type t, const void *row, const float *x, int64_t cols)
+double hc_scalar_dot_row(hc_type t, const void *row, const float *x, int64_t cols)
 {
     float w[REF_CHUNK];
     double sum = 0.0;
@@ -242,7 +242,7 @@ double hc_ref_dot_row(hc_type t, const void *row, const float *x, int64_t cols)
         int64_t len = cols - c0 < REF_CHUNK ? cols - c0 : REF_CHUNK;
         /* c0 is a multiple of the block size, so this is a block boundary. */
         const uint8_t *part = (const uint8_t *)row + hc_type_row_size(t, c0);
-        hc_ref_dequantize_row(t, part, w, len);
+        hc_scalar_dequantize_row(t, part, w, len);
         for (int64_t c = 0; c < len; c++)
             sum += (double)w[c] * (double)x[c0 + c];
     }

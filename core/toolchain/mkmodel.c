@@ -577,13 +577,13 @@ static void block_rows(void *ctx, int64_t begin, int64_t end, int tid)
         int64_t r = j->r0 + i;
         uint8_t *enc = s->out + (uint64_t)i * j->row_bytes;
         gen_row(s, t, r, f, b);
-        hc_ref_quantize_row((hc_type)t->type, f, enc, cols);
+        hc_scalar_quantize_row((hc_type)t->type, f, enc, cols);
         int need = j->in || j->keep || t->kind == K_TOK_EMBD;
         if (!need)
             continue;
         /* Calibrate with what the file holds, not with the float draft. */
         float *dq = j->keep ? s->deq + i * cols : d;
-        hc_ref_dequantize_row((hc_type)t->type, enc, dq, cols);
+        hc_scalar_dequantize_row((hc_type)t->type, enc, dq, cols);
         if (t->kind == K_TOK_EMBD)
             for (int tk = 0; tk < CALIB_T; tk++)
                 if (s->ids[tk] == r)
@@ -817,15 +817,15 @@ static int write_layer(mk *s, const plan_tensor *plan, uint32_t il)
     gen_norm(s, il, K_ATTN_NORM, s->w_attn);
     if (write_vector(s, t[HC_T_ATTN_NORM], s->w_attn))
         return -1;
-    hc_ref_rmsnorm(s->x, s->w_attn, s->xn, T, n, NORM_EPS);
+    hc_scalar_rmsnorm(s->x, s->w_attn, s->xn, T, n, NORM_EPS);
     if (write_matrix(s, t[HC_T_WQ], s->xn, s->q) || write_matrix(s, t[HC_T_WK], s->xn, s->kk) ||
         write_matrix(s, t[HC_T_WV], s->xn, s->vv))
         return -1;
-    hc_ref_rope(s->q, T, s->p->n_head, s->hd, s->hd, s->pos, ROPE_BASE, 1.0f, HC_ROPE_NORM);
-    hc_ref_rope(s->kk, T, s->p->n_head_kv, s->hd, s->hd, s->pos, ROPE_BASE, 1.0f,
-                HC_ROPE_NORM);
-    hc_ref_attention(s->q, s->kk, s->vv, s->att, T, s->pos, s->p->n_head, s->p->n_head_kv,
-                     s->hd, 1.0f / sqrtf((float)s->hd));
+    hc_scalar_rope(s->q, T, s->p->n_head, s->hd, s->hd, s->pos, ROPE_BASE, 1.0f, HC_ROPE_NORM);
+    hc_scalar_rope(s->kk, T, s->p->n_head_kv, s->hd, s->hd, s->pos, ROPE_BASE, 1.0f,
+                   HC_ROPE_NORM);
+    hc_scalar_attention(s->q, s->kk, s->vv, s->att, T, s->pos, s->p->n_head, s->p->n_head_kv,
+                        s->hd, 1.0f / sqrtf((float)s->hd));
     /* o_i = sum_j wo_ij att_j has variance s_o^2 |att|^2 per element. */
     double att2 = mean_sq(s->att, T * n) * (double)n;
     s->s_o = att2 > 0 ? (float)(SIGMA_ATTN / sqrt(att2)) : 0.0f;
@@ -843,7 +843,7 @@ static int write_layer(mk *s, const plan_tensor *plan, uint32_t il)
     s->w_ffn[0] = (float)(sqrt((double)BIAS_C * BIAS_C + rest2) / BIAS_C);
     if (write_vector(s, t[HC_T_FFN_NORM], s->w_ffn))
         return -1;
-    hc_ref_rmsnorm(s->x, s->w_ffn, s->xn, T, n, NORM_EPS);
+    hc_scalar_rmsnorm(s->x, s->w_ffn, s->xn, T, n, NORM_EPS);
     if (layer_profile(s, il) || design_gate(s, il))
         return -1;
     if (write_matrix(s, t[HC_T_FFN_GATE], s->xn, s->z) ||

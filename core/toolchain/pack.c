@@ -400,7 +400,7 @@ static int write_transpose(pack_ctx *c, hc_gguf_writer *w, const hc_gguf_tensor 
             } else {
                 /* r0 is a multiple of 32, so the strip starts on a block. */
                 const uint64_t blk = hc_type_row_size((hc_type)tin, 32);
-                hc_ref_dequantize_row((hc_type)tin, row + (uint64_t)r0 / 32 * blk, col, s);
+                hc_scalar_dequantize_row((hc_type)tin, row + (uint64_t)r0 / 32 * blk, col, s);
             }
             for (int64_t k = 0; k < s; k++)
                 strip[k * E + e] = col[k];
@@ -410,7 +410,7 @@ static int write_transpose(pack_ctx *c, hc_gguf_writer *w, const hc_gguf_tensor 
             if (tin == HC_TYPE_F16)
                 memcpy(dst, &strip16[k * E], (size_t)out_row);
             else
-                hc_ref_quantize_row((hc_type)tout, &strip[k * E], dst, E);
+                hc_scalar_quantize_row((hc_type)tout, &strip[k * E], dst, E);
         }
         if (hc_gguf_writer_write_data(w, out, (uint64_t)s * out_row, err, sizeof err))
             goto out;

@@ -88,8 +88,8 @@ static int convert_tensor(hc_gguf_writer *w, const hc_gguf_tensor *t, hc_type to
     for (uint64_t r = 0; r < rows; r++) {
         for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
             int64_t n = cols - c0 < CHUNK ? cols - c0 : CHUNK;
-            hc_ref_dequantize_row(from, src + r * in_row + hc_type_row_size(from, c0), f, n);
-            hc_ref_quantize_row(to, f, buf, n);
+            hc_scalar_dequantize_row(from, src + r * in_row + hc_type_row_size(from, c0), f, n);
+            hc_scalar_quantize_row(to, f, buf, n);
             if (hc_gguf_writer_write_data(w, buf, hc_type_row_size(to, n), err, errlen))
                 return -1;
         }

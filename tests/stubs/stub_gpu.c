@@ -274,7 +274,7 @@ static hc_status sg_matmul(hc_stream *s, hc_type t, hc_ref w, int64_t rows, int6
     hc_status st =
         weight_args(ctx, "matmul", t, w, rows, cols, x, cols, n, y, rows, NULL, 0, &W, &X, &Y, NULL);
     if (st == HC_OK)
-        hc_ref_matmul(t, W, rows, cols, X, n, Y);
+        hc_scalar_matmul(t, W, rows, cols, X, n, Y);
     return st;
 }
 
@@ -290,7 +290,7 @@ static hc_status sg_matvec_rows(hc_stream *s, hc_type t, hc_ref w, int64_t rows,
     hc_status st = weight_args(ctx, "matvec_rows", t, w, rows, cols, x, cols, n, y, rows, &idx,
                                n_idx, &W, &X, &Y, &L);
     if (st == HC_OK)
-        hc_ref_matvec_rows(t, W, rows, cols, X, n, L, n_idx, Y);
+        hc_scalar_matvec_rows(t, W, rows, cols, X, n, L, n_idx, Y);
     return st;
 }
 
@@ -306,7 +306,7 @@ static hc_status sg_axpy_rows(hc_stream *s, hc_type t, hc_ref wt, int64_t rows, 
     hc_status st = weight_args(ctx, "axpy_rows", t, wt, rows, cols, h, rows, n, y, cols, &idx,
                                n_idx, &W, &H, &Y, &L);
     if (st == HC_OK)
-        hc_ref_axpy_rows(t, W, rows, cols, H, n, L, n_idx, Y);
+        hc_scalar_axpy_rows(t, W, rows, cols, H, n, L, n_idx, Y);
     return st;
 }
 
@@ -323,7 +323,7 @@ static hc_status sg_rmsnorm(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t 
     if (st == HC_OK)
         st = at_n(ctx, "rmsnorm", "y", y, n, dim, 4, &Y);
     if (st == HC_OK)
-        hc_ref_rmsnorm(X, W, Y, n, dim, eps);
+        hc_scalar_rmsnorm(X, W, Y, n, dim, eps);
     return st;
 }
 
@@ -339,7 +339,7 @@ static hc_status sg_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, 
     if (st == HC_OK)
         st = at_n(ctx, "rope", "pos", pos, n_tok, 1, 4, &P);
     if (st == HC_OK)
-        hc_ref_rope(X, n_tok, n_head, head_dim, n_rot, P, freq_base, freq_scale, mode);
+        hc_scalar_rope(X, n_tok, n_head, head_dim, n_rot, P, freq_base, freq_scale, mode);
     return st;
 }
 
@@ -374,7 +374,7 @@ static hc_status sg_attention(hc_stream *s, hc_ref q, hc_ref k, hc_ref v, hc_ref
     if (st == HC_OK)
         st = at_n(ctx, "attention", "out", out, n_tok, n_head * head_dim, 4, &O);
     if (st == HC_OK)
-        hc_ref_attention(Q, K, V, O, n_tok, P, n_head, n_head_kv, head_dim, scale);
+        hc_scalar_attention(Q, K, V, O, n_tok, P, n_head, n_head_kv, head_dim, scale);
     return st;
 }
 
@@ -398,7 +398,7 @@ static hc_status sg_unary(hc_stream *s, int op, hc_ref x, hc_ref y, int64_t n, f
     void *X = NULL, *Y = NULL;
     hc_status st = elementwise(stream_ctx(s), "unary", op, 3, x, x, y, n, &X, NULL, &Y);
     if (st == HC_OK)
-        hc_ref_unary(op, X, Y, n, param);
+        hc_scalar_unary(op, X, Y, n, param);
     return st;
 }
 
@@ -407,7 +407,7 @@ static hc_status sg_binary(hc_stream *s, int op, hc_ref a, hc_ref b, hc_ref y, i
     void *A = NULL, *B = NULL, *Y = NULL;
     hc_status st = elementwise(stream_ctx(s), "binary", op, 2, a, b, y, n, &A, &B, &Y);
     if (st == HC_OK)
-        hc_ref_binary(op, A, B, Y, n);
+        hc_scalar_binary(op, A, B, Y, n);
     return st;
 }
 
@@ -417,7 +417,7 @@ static hc_status sg_glu(hc_stream *s, int act, hc_ref g, hc_ref u, hc_ref h, int
     void *G = NULL, *U = NULL, *H = NULL;
     hc_status st = elementwise(stream_ctx(s), "glu", act, 3, g, u, h, n, &G, &U, &H);
     if (st == HC_OK)
-        hc_ref_glu(act, G, U, H, n, shift);
+        hc_scalar_glu(act, G, U, H, n, shift);
     return st;
 }
 
