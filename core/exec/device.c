@@ -4,22 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hotcold/plugin_kit.h"
 #include "runtime/plugin_entries.h"
 #include "util/log.h"
-
-static const char *status_name(hc_status st)
-{
-    switch (st) {
-    case HC_OK: return "ok";
-    case HC_E_UNSUPPORTED: return "unsupported";
-    case HC_E_INVALID: return "invalid argument";
-    case HC_E_NOMEM: return "out of memory";
-    case HC_E_DEVICE: return "device error";
-    case HC_E_NODEV: return "no device";
-    case HC_E_INTERNAL: return "internal error";
-    }
-    return "unknown status";
-}
 
 /* Turn a plugin status into 0/-1 and a message that says who failed where. */
 static int check(hc_dev *d, hc_status st, const char *what)
@@ -29,7 +16,7 @@ static int check(hc_dev *d, hc_status st, const char *what)
     d->last_status = st;
     const char *detail =
         d->plugin && d->plugin->ctx ? d->plugin->ops->last_error(d->plugin->ctx) : "";
-    hc_set_error("%s: %s failed: %s%s%s", d->label, what, status_name(st),
+    hc_set_error("%s: %s failed: %s%s%s", d->label, what, hc_kit_status_name(st),
                  detail && *detail ? ": " : "", detail ? detail : "");
     return -1;
 }
