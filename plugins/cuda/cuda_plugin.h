@@ -1,0 +1,173 @@
+/*
+ * Internal contract of the CUDA plugin: the objects behind the opaque ABI
+ * handles and the functions its files share.  Everything here has hidden
+ * visibility (and exports.map keeps hc_plugin_entry the one exported
+ * symbol, static cudart included).
+ *
+ * Host code is C over the runtime API (cuda_runtime_api.h); the kernels are
+ * in kernels_*.cu, reached through the hc_cu_launch_* functions below.
+ * A device is a runtime device index: every call that touches one sets it
+ * current on the calling thread first (cudaSetDevice is per thread).
+ *
+ * Environment:
+ *   HOTCOLD_CUDA_MEMORY_LIMIT  bytes of device buffers allowed per device:
+ *                              simulates a small GPU (memory.c)
+ */
+#ifndef HC_CUDA_PLUGIN_H
+#define HC_CUDA_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hotcold/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The kernel launchers (kernels_*.cu): they queue one kernel on `stream`
+ * (a cudaStream_t) and return its cudaError_t as an int, so that this
+ * header needs no CUDA header.  Pointers are device addresses; shapes are
+ * checked by the caller (ops_weight.c). */
+int hc_cu_launch_dot_rows(void *stream, hc_type t, const void *w, uint64_t row_bytes,
+                          int64_t rows, int64_t cols, const float *x, int64_t n,
+                          const int32_t *idx, int64_t n_out, float *y);
+int hc_cu_launch_axpy_rows(void *stream, hc_type t, const void *wt, uint64_t row_bytes,
+                           int64_t rows, int64_t cols, const float *h, int64_t n,
+                           const int32_t *idx, int64_t n_idx, float *y);
+/* Does a kernel take weights of type t? */
+int hc_cu_kernel_has_type(hc_type t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifndef __CUDACC__
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <cuda_runtime_api.h>
+
+#include "hotcold/plugin_kit.h"
+
+#if defined(__GNUC__)
+#define HC_CU_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define HC_CU_PRINTF(a, b)
+#endif
+
+/* Tags at the start of every handle: a foreign or freed handle is refused. */
+#define HC_CU_MAGIC_DEVICE 0x44554348u /* "HCUD" */
+#define HC_CU_MAGIC_BUFFER 0x42554348u /* "HCUB" */
+#define HC_CU_MAGIC_STREAM 0x53554348u /* "HCUS" */
+
+#define HC_CU_ERR_LEN 320
+
+/* What device.c learned about one runtime device at init. */
+typedef struct hc_cu_devinfo {
+    char name[128];
+    int major, minor;          /* compute capability */
+    int integrated;
+    uint64_t mem_total;
+    double bandwidth;          /* bytes/s from the memory clock and bus width; 0 = unknown */
+    /* HOTCOLD_CUDA_MEMORY_LIMIT as of the last device_open (UINT64_MAX:
+     * none), and the bytes of buffers counted against it. */
+    uint64_t mem_limit;
+    atomic_uint_least64_t limited;
+} hc_cu_devinfo;
+
+struct hc_plugin_ctx {
+    hc_plugin_host host;       /* the host's table, zero-filled past its size */
+    hc_cu_devinfo *devs;
+    int n_devs;
+    pthread_mutex_t err_lock;
+    char err[HC_CU_ERR_LEN];
+    char no_devices[HC_CU_ERR_LEN]; /* why n_devs is 0 (no_device_reason) */
+};
+
+struct hc_device {
+    uint32_t magic;
+    hc_plugin_ctx *ctx;
+    int index;                 /* the runtime's device number */
+    hc_cu_devinfo *info;
+};
+
+struct hc_buffer {
+    uint32_t magic;
+    hc_device *dev;
+    void *ptr;                 /* device address (cudaMalloc) */
+    uint64_t size;
+};
+
+struct hc_stream {
+    uint32_t magic;
+    hc_device *dev;
+    cudaStream_t s;
+    int failed;                /* a launch or copy failed: every later call refuses */
+};
+
+/* ---- validate.c: errors, logging, the argument checks over the kit ----- */
+const char *hc_cu_init_error(void);
+hc_status hc_cu_fail(hc_plugin_ctx *ctx, hc_status st, const char *fmt, ...) HC_CU_PRINTF(3, 4);
+/* A runtime error: HC_E_NOMEM for cudaErrorMemoryAllocation, else
+ * HC_E_DEVICE, with "<what>: <cudaGetErrorString> (<code>)". */
+hc_status hc_cu_fail_cuda(hc_plugin_ctx *ctx, cudaError_t e, const char *what);
+void hc_cu_log(hc_plugin_ctx *ctx, int level, const char *fmt, ...) HC_CU_PRINTF(3, 4);
+hc_status hc_cu_kit_fail(void *ctx, hc_status st, const char *msg);
+/* The stream's device, current on this thread; refuses a failed stream. */
+hc_status hc_cu_stream_dev(hc_stream *s, const char *op, hc_device **dev);
+/* After queuing on s: a launch error marks the stream failed. */
+hc_status hc_cu_check_queued(hc_stream *s, cudaError_t e, const char *what);
+/* r is one of our buffers on dev, with `bytes` at r.off, aligned to align. */
+hc_status hc_cu_check_ref(hc_device *dev, const char *op, const char *name, hc_ref r,
+                          uint64_t bytes, uint64_t align);
+/* count1 x count2 elements of elem bytes at r: *bytes. */
+hc_status hc_cu_check_ref_n(hc_device *dev, const char *op, const char *name, hc_ref r,
+                            int64_t count1, int64_t count2, uint64_t elem, uint64_t *bytes);
+hc_status hc_cu_check_disjoint(hc_device *dev, const char *op, const char *a_name, hc_ref a,
+                               uint64_t na, const char *b_name, hc_ref b, uint64_t nb);
+/* Device address of r (checked before). */
+static inline void *hc_cu_addr(hc_ref r)
+{
+    return (uint8_t *)r.buf->ptr + r.off;
+}
+
+/* ---- device.c ------------------------------------------------------------ */
+hc_status hc_cu_devices_probe(hc_plugin_ctx *ctx);
+hc_status hc_cu_set_device(hc_plugin_ctx *ctx, int index);
+hc_status hc_cu_device_info(hc_plugin_ctx *ctx, int index, hc_device_info *out);
+hc_status hc_cu_device_open(hc_plugin_ctx *ctx, int index, hc_device **out);
+void hc_cu_device_close(hc_device *dev);
+
+/* ---- memory.c ------------------------------------------------------------ */
+uint64_t hc_cu_memory_limit(hc_plugin_ctx *ctx);
+hc_status hc_cu_buffer_alloc(hc_device *dev, uint64_t size, hc_buffer **out);
+void hc_cu_buffer_free(hc_buffer *buf);
+
+/* ---- stream.c ------------------------------------------------------------ */
+hc_status hc_cu_stream_create(hc_device *dev, hc_stream **out);
+void hc_cu_stream_destroy(hc_stream *s);
+hc_status hc_cu_stream_sync(hc_stream *s);
+hc_status hc_cu_stream_flush(hc_stream *s);
+
+/* ---- transfer.c ---------------------------------------------------------- */
+hc_status hc_cu_upload(hc_stream *s, hc_ref dst, const void *src, uint64_t bytes);
+hc_status hc_cu_download(hc_stream *s, void *dst, hc_ref src, uint64_t bytes);
+hc_status hc_cu_copy(hc_stream *s, hc_ref dst, hc_ref src, uint64_t bytes);
+
+/* ---- ops_weight.c -------------------------------------------------------- */
+hc_status hc_cu_matmul(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
+                       hc_ref x, int64_t n, hc_ref y);
+hc_status hc_cu_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
+                            hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+hc_status hc_cu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
+                          hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+/* Would a weight op of this shape run (HC_OK), or be refused (why)? */
+hc_status hc_cu_weight_shape_ok(hc_type wtype, int64_t rows, int64_t cols, int64_t n, char *why,
+                                size_t why_len);
+
+/* ---- op_cost.c ----------------------------------------------------------- */
+double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);
+#endif /* !__CUDACC__ */
+
+#endif /* HC_CUDA_PLUGIN_H */

@@ -1,0 +1,116 @@
+/*
+ * The plugin's face: the ops table, the exported entry point and the
+ * context lifecycle.  init never fails for want of CUDA: without a driver
+ * or a card the plugin loads and reports 0 devices, with the runtime's
+ * reason (device.c).
+ *
+ * This increment provides the lifecycle, devices, buffers, streams,
+ * transfers and the three required weight ops (F32, F16, Q8_0, Q4_0;
+ * Q6_K is refused with HC_E_UNSUPPORTED, so the core runs it on the CPU).
+ * The layer ops, matmul_batch, buffer_wrap_host and buffer_host_ptr are
+ * NULL: the core's defaults run them.
+ */
+#include <stdlib.h>
+
+#include "cuda_plugin.h"
+
+HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor);
+
+/* Cheap and safe anywhere: whether CUDA is usable is init's question. */
+static int cu_probe(void)
+{
+    return 10;
+}
+
+static hc_status cu_init(const hc_plugin_host *host, hc_plugin_ctx **out)
+{
+    hc_plugin_ctx *ctx;
+    hc_status st;
+
+    if (!out)
+        return hc_cu_fail(NULL, HC_E_INVALID, "cuda: init: out is NULL");
+    *out = NULL;
+    if (host && host->size >= offsetof(hc_plugin_host, abi_minor) + sizeof(uint32_t) &&
+        host->abi_major != HC_PLUGIN_ABI_MAJOR)
+        return hc_cu_fail(NULL, HC_E_UNSUPPORTED, "cuda: the host speaks ABI %u, not %d",
+                          host->abi_major, HC_PLUGIN_ABI_MAJOR);
+    ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return hc_cu_fail(NULL, HC_E_NOMEM, "cuda: out of memory");
+    hc_kit_host_copy(&ctx->host, host);
+    pthread_mutex_init(&ctx->err_lock, NULL);
+    st = hc_cu_devices_probe(ctx);
+    if (st != HC_OK) {
+        hc_cu_fail(NULL, st, "%s", ctx->err);
+        pthread_mutex_destroy(&ctx->err_lock);
+        free(ctx->devs);
+        free(ctx);
+        return st;
+    }
+    hc_cu_log(ctx, HC_LOG_INFO, "cuda: %d device%s", ctx->n_devs, ctx->n_devs == 1 ? "" : "s");
+    *out = ctx;
+    return HC_OK;
+}
+
+/* Devices and streams must be closed first (the core does).  The runtime
+ * itself is left as it is: it tears down at process exit. */
+static void cu_shutdown(hc_plugin_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    pthread_mutex_destroy(&ctx->err_lock);
+    free(ctx->devs);
+    free(ctx);
+}
+
+static const char *cu_last_error(hc_plugin_ctx *ctx)
+{
+    return ctx ? ctx->err : hc_cu_init_error();
+}
+
+static int cu_device_count(hc_plugin_ctx *ctx)
+{
+    return ctx ? ctx->n_devs : 0;
+}
+
+static const char *cu_no_device_reason(hc_plugin_ctx *ctx)
+{
+    return ctx ? ctx->no_devices : "";
+}
+
+static const hc_plugin_ops cuda_ops = {
+    .size = sizeof(hc_plugin_ops),
+    .abi_major = HC_PLUGIN_ABI_MAJOR,
+    .abi_minor = HC_PLUGIN_ABI_MINOR,
+    .family = "cuda",
+    .variant = "",
+    .version = "0.1.0",
+    .probe = cu_probe,
+    .init = cu_init,
+    .shutdown = cu_shutdown,
+    .last_error = cu_last_error,
+    .device_count = cu_device_count,
+    .device_info = hc_cu_device_info,
+    .device_open = hc_cu_device_open,
+    .device_close = hc_cu_device_close,
+    .buffer_alloc = hc_cu_buffer_alloc,
+    .buffer_free = hc_cu_buffer_free,
+    .stream_create = hc_cu_stream_create,
+    .stream_destroy = hc_cu_stream_destroy,
+    .stream_sync = hc_cu_stream_sync,
+    .upload = hc_cu_upload,
+    .download = hc_cu_download,
+    .copy = hc_cu_copy,
+    .matmul = hc_cu_matmul,
+    .matvec_rows = hc_cu_matvec_rows,
+    .axpy_rows = hc_cu_axpy_rows,
+    .op_cost = hc_cu_op_cost,
+    .stream_flush = hc_cu_stream_flush,
+    .no_device_reason = cu_no_device_reason,
+};
+
+HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)
+{
+    (void)abi_minor; /* a newer core only appends entries: our table still fits */
+    return abi_major == HC_PLUGIN_ABI_MAJOR ? &cuda_ops : NULL;
+}

@@ -1,0 +1,47 @@
+/*
+ * op_cost: a memory-bound estimate, seconds = bytes the op moves / the
+ * device's peak bandwidth (memory clock x bus width, device.c) + one
+ * kernel launch.  The shape arguments mean what plugin.h says per op; the
+ * sparse ops are priced for a list of every row.  Ops this plugin leaves
+ * to the core (the layer ops), types without a kernel and shapes the weight
+ * ops refuse answer -1, so an op priced >= 0 is one the plugin runs.
+ */
+#include "cuda_plugin.h"
+
+/* Where the runtime does not tell the memory clock. */
+#define FALLBACK_BANDWIDTH 1e11 /* bytes/s */
+/* One kernel launch on the host, roughly. */
+#define LAUNCH_SECONDS 5e-6
+
+double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n)
+{
+    char why[160];
+    double bytes;
+
+    if (!dev || dev->magic != HC_CU_MAGIC_DEVICE || rows < 0 || cols < 0 || n < 0)
+        return -1.0;
+    double bw = dev->info->bandwidth > 0 ? dev->info->bandwidth : FALLBACK_BANDWIDTH;
+    switch (op) {
+    case HC_OP_MATMUL:
+    case HC_OP_MATVEC_ROWS:
+    case HC_OP_AXPY_ROWS: {
+        uint64_t rb = hc_type_row_size(wtype, cols);
+        if ((rb == 0 && cols > 0) ||
+            hc_cu_weight_shape_ok(wtype, rows, cols, n, why, sizeof why) != HC_OK)
+            return -1.0;
+        bytes = (double)rb * (double)rows;
+        /* matmul, matvec_rows: x read (n x cols), y written (n x rows);
+         * axpy_rows: h read (n x rows), y read and written (n x cols);
+         * matvec_rows and axpy_rows also read the list (rows int32). */
+        if (op == HC_OP_AXPY_ROWS)
+            bytes += 4.0 * (double)n * ((double)rows + 2.0 * (double)cols) + 4.0 * (double)rows;
+        else
+            bytes += 4.0 * (double)n * ((double)cols + (double)rows) +
+                     (op == HC_OP_MATVEC_ROWS ? 4.0 * (double)rows : 0.0);
+        break;
+    }
+    case HC_OP_COPY: bytes = 2.0 * 4.0 * (double)cols; break; /* read + write */
+    default: return -1.0;
+    }
+    return bytes / bw + LAUNCH_SECONDS;
+}

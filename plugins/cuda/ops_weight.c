@@ -1,0 +1,128 @@
+/*
+ * The weight ops: matmul, matvec_rows, axpy_rows.  This file checks the
+ * arguments (plugin_kit.h's checks, with the messages the core shows) and
+ * queues one kernel; the arithmetic is in kernels_dot.cu (matmul,
+ * matvec_rows) and kernels_axpy.cu (axpy_rows).
+ *
+ * Refused with HC_E_UNSUPPORTED (nothing queued; the core runs the call on
+ * the CPU): Q6_K, which has no kernel yet, and shapes whose row count or
+ * length does not fit the kernels' 32-bit grid (rows, cols > INT32_MAX).
+ *
+ * Row indices live in device memory and cannot be checked on the host
+ * without a read-back: the kernels skip entries outside [0, rows).
+ */
+#include <stdio.h>
+
+#include "cuda_plugin.h"
+
+typedef long long ll;
+
+hc_status hc_cu_weight_shape_ok(hc_type wtype, int64_t rows, int64_t cols, int64_t n, char *why,
+                                size_t why_len)
+{
+    why[0] = 0;
+    if (!hc_kit_type_known(wtype) || !hc_cu_kernel_has_type(wtype)) {
+        snprintf(why, why_len, "weight type %s (%d) has no kernel", hc_type_name(wtype),
+                 (int)wtype);
+        return HC_E_UNSUPPORTED;
+    }
+    if (rows > INT32_MAX || cols > INT32_MAX || n > INT32_MAX) {
+        snprintf(why, why_len, "shape %lld x %lld, n %lld exceeds 32-bit grids", (ll)rows,
+                 (ll)cols, (ll)n);
+        return HC_E_UNSUPPORTED;
+    }
+    return HC_OK;
+}
+
+/* Type, shape and the weight range; *row_bytes is one row's size. */
+static hc_status check_weights(hc_device *dev, const char *op, hc_type t, hc_ref w, int64_t rows,
+                               int64_t cols, uint64_t *row_bytes, uint64_t *bytes)
+{
+    hc_status st =
+        hc_kit_check_weights(hc_cu_kit_fail, dev->ctx, op, t, rows, cols, row_bytes, bytes);
+    return st != HC_OK ? st : hc_cu_check_ref(dev, op, "w", w, *bytes, hc_kit_weight_align(t));
+}
+
+/* matmul (no list) and matvec_rows share everything but the row list. */
+static hc_status dot_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w, int64_t rows,
+                            int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
+                            hc_ref y)
+{
+    hc_device *dev;
+    uint64_t row_bytes = 0, wbytes = 0, xbytes, ybytes, ibytes = 0;
+    char why[160];
+    hc_status st = hc_cu_stream_dev(s, op, &dev);
+
+    if (st != HC_OK ||
+        (st = check_weights(dev, op, wtype, w, rows, cols, &row_bytes, &wbytes)) != HC_OK)
+        return st;
+    if (n < 0)
+        return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: negative token count %lld", op, (ll)n);
+    if ((st = hc_cu_check_ref_n(dev, op, "x", x, n, cols, 4, &xbytes)) != HC_OK ||
+        (st = hc_cu_check_ref_n(dev, op, "y", y, n, rows, 4, &ybytes)) != HC_OK ||
+        (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "x", x, xbytes)) != HC_OK ||
+        (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "w", w, wbytes)) != HC_OK)
+        return st;
+    if (idx) {
+        if (n_idx < 0)
+            return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: negative n_idx %lld", op, (ll)n_idx);
+        if ((st = hc_cu_check_ref_n(dev, op, "idx", *idx, n_idx, 1, 4, &ibytes)) != HC_OK ||
+            (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "idx", *idx, ibytes)) != HC_OK)
+            return st;
+    }
+    if ((st = hc_cu_weight_shape_ok(wtype, rows, cols, n, why, sizeof why)) != HC_OK)
+        return hc_cu_fail(dev->ctx, st, "%s: %s", op, why);
+    if (idx && n_idx > INT32_MAX)
+        return hc_cu_fail(dev->ctx, HC_E_UNSUPPORTED, "%s: n_idx %lld exceeds a 32-bit grid", op,
+                          (ll)n_idx);
+    if (n == 0 || rows == 0 || (idx && n_idx == 0))
+        return HC_OK;
+    int e = hc_cu_launch_dot_rows(s->s, wtype, hc_cu_addr(w), row_bytes, rows, cols,
+                                  hc_cu_addr(x), n, idx ? hc_cu_addr(*idx) : NULL,
+                                  idx ? n_idx : rows, hc_cu_addr(y));
+    return hc_cu_check_queued(s, (cudaError_t)e, op);
+}
+
+hc_status hc_cu_matmul(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
+                       hc_ref x, int64_t n, hc_ref y)
+{
+    return dot_common(s, "matmul", wtype, w, rows, cols, x, n, NULL, 0, y);
+}
+
+hc_status hc_cu_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
+                            hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    return dot_common(s, "matvec_rows", wtype, w, rows, cols, x, n, &idx, n_idx, y);
+}
+
+hc_status hc_cu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
+                          hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    static const char op[] = "axpy_rows";
+    hc_device *dev;
+    uint64_t row_bytes = 0, wbytes = 0, hbytes, ybytes, ibytes;
+    char why[160];
+    hc_status st = hc_cu_stream_dev(s, op, &dev);
+
+    if (st != HC_OK ||
+        (st = check_weights(dev, op, wtype, wt, rows, cols, &row_bytes, &wbytes)) != HC_OK)
+        return st;
+    if (n < 0 || n_idx < 0)
+        return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: negative n %lld or n_idx %lld", op, (ll)n,
+                          (ll)n_idx);
+    if ((st = hc_cu_check_ref_n(dev, op, "h", h, n, rows, 4, &hbytes)) != HC_OK ||
+        (st = hc_cu_check_ref_n(dev, op, "y", y, n, cols, 4, &ybytes)) != HC_OK ||
+        (st = hc_cu_check_ref_n(dev, op, "idx", idx, n_idx, 1, 4, &ibytes)) != HC_OK ||
+        (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "h", h, hbytes)) != HC_OK ||
+        (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "wt", wt, wbytes)) != HC_OK ||
+        (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "idx", idx, ibytes)) != HC_OK)
+        return st;
+    if ((st = hc_cu_weight_shape_ok(wtype, rows, cols, n, why, sizeof why)) != HC_OK)
+        return hc_cu_fail(dev->ctx, st, "%s: %s", op, why);
+    /* Nothing to add: y stays bit-identical (no kernel at all). */
+    if (n == 0 || n_idx == 0 || cols == 0)
+        return HC_OK;
+    int e = hc_cu_launch_axpy_rows(s->s, wtype, hc_cu_addr(wt), row_bytes, rows, cols,
+                                   hc_cu_addr(h), n, hc_cu_addr(idx), n_idx, hc_cu_addr(y));
+    return hc_cu_check_queued(s, (cudaError_t)e, op);
+}

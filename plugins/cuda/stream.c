@@ -1,0 +1,64 @@
+/*
+ * Streams: one cudaStream_t each (non-blocking with respect to the legacy
+ * default stream).  Work is queued as it is issued and starts at once, so
+ * stream_flush has nothing to start; stream_sync waits for it and reports
+ * any error the work hit (a launch failure, a sticky context error).
+ */
+#include <stdlib.h>
+
+#include "cuda_plugin.h"
+
+hc_status hc_cu_stream_create(hc_device *dev, hc_stream **out)
+{
+    hc_stream *s;
+    hc_status st;
+    cudaError_t e;
+
+    if (!dev || dev->magic != HC_CU_MAGIC_DEVICE || !out)
+        return dev && dev->magic == HC_CU_MAGIC_DEVICE
+                   ? hc_cu_fail(dev->ctx, HC_E_INVALID, "stream_create: out is NULL")
+                   : HC_E_INVALID;
+    *out = NULL;
+    if ((st = hc_cu_set_device(dev->ctx, dev->index)) != HC_OK)
+        return st;
+    s = calloc(1, sizeof *s);
+    if (!s)
+        return hc_cu_fail(dev->ctx, HC_E_NOMEM, "stream_create: out of host memory");
+    if ((e = cudaStreamCreateWithFlags(&s->s, cudaStreamNonBlocking)) != cudaSuccess) {
+        free(s);
+        return hc_cu_fail_cuda(dev->ctx, e, "stream_create: cudaStreamCreateWithFlags");
+    }
+    s->magic = HC_CU_MAGIC_STREAM;
+    s->dev = dev;
+    *out = s;
+    return HC_OK;
+}
+
+void hc_cu_stream_destroy(hc_stream *s)
+{
+    if (!s || s->magic != HC_CU_MAGIC_STREAM)
+        return;
+    if (hc_cu_set_device(s->dev->ctx, s->dev->index) == HC_OK) {
+        /* Queued work finishes first: buffers it uses outlive the stream. */
+        (void)cudaStreamSynchronize(s->s);
+        (void)cudaStreamDestroy(s->s);
+    }
+    s->magic = 0;
+    free(s);
+}
+
+hc_status hc_cu_stream_sync(hc_stream *s)
+{
+    hc_device *dev;
+    hc_status st = hc_cu_stream_dev(s, "stream_sync", &dev);
+    if (st != HC_OK)
+        return st;
+    return hc_cu_check_queued(s, cudaStreamSynchronize(s->s), "stream_sync");
+}
+
+hc_status hc_cu_stream_flush(hc_stream *s)
+{
+    hc_device *dev;
+    /* Nothing to start (see above): only the stream's state to report. */
+    return hc_cu_stream_dev(s, "stream_flush", &dev);
+}
