@@ -387,6 +387,37 @@ START_TEST(vulkan_without_driver_says_why)
 }
 END_TEST
 
+static int have_cuda_plugin(void)
+{
+    return access(hc_test_path(HC_PLUGIN_BUILD_DIR, "libhc-cuda.so"), F_OK) == 0;
+}
+
+START_TEST(cuda_without_driver_says_why)
+{
+    if (!have_cuda_plugin()) {
+        printf("cuda_without_driver_says_why: skipped: the CUDA plugin is not built\n");
+        return;
+    }
+    cli_result r;
+    cli(&r, "devices");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "loaded    cuda "), "stdout: %s", r.out);
+    if (strstr(r.out, "\n  cuda:0 ")) {
+        printf("cuda_without_driver_says_why: skipped: this machine has a CUDA device\n");
+        cli_free(&r);
+        return;
+    }
+    /* The runtime's reason, as cudaGetDeviceCount gave it. */
+    ck_assert_msg(strstr(r.out, "why: no devices: cudaGetDeviceCount "), "stdout: %s", r.out);
+    cli_free(&r);
+    cli(&r, "run -n 1 --device cuda");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "no device 'cuda': cuda loaded, no devices: cudaGetDeviceCount "),
+                  "stderr: %s", r.err);
+    cli_free(&r);
+}
+END_TEST
+
 START_TEST(software_rasteriser_is_warned_about)
 {
     /* lavapipe alone: the only GPU is a software rasteriser. */
@@ -438,6 +469,7 @@ static Suite *cli_suite(void)
     tcase_add_test(pl, truncated_plugin_is_rejected_not_fatal);
     tcase_add_test(pl, selection_that_matches_nothing_is_said);
     tcase_add_test(pl, vulkan_without_driver_says_why);
+    tcase_add_test(pl, cuda_without_driver_says_why);
     tcase_add_test(pl, software_rasteriser_is_warned_about);
     suite_add_tcase(s, pl);
     return s;
