@@ -4,9 +4,9 @@
  * are skipped, and rows not listed are not written).
  *
  * One block per output row and DOT_TOK tokens at a time: thread i sums the
- * elements (F32, F16) or the 32-element blocks (Q8_0, Q4_0) i, i +
- * DOT_THREADS, ... of the row in that order, decoding each weight once for
- * all the tokens; the block's DOT_THREADS partials are then added as
+ * 16-byte groups of elements (F32: 4, F16: 8) or the 32-element blocks
+ * (Q8_0, Q4_0) i, i + DOT_THREADS, ... of the row in that order, decoding
+ * each weight once for all the tokens; the block's DOT_THREADS partials are then added as
  * kernels_common.cuh says (a butterfly per warp, the warps in order).  The
  * grid's y dimension walks the tokens.
  */
@@ -21,16 +21,49 @@
 static_assert(DOT_THREADS % HC_WARP == 0, "a block is whole warps");
 static_assert(DOT_TOK <= DOT_THREADS, "one thread per token writes the sums");
 
-/* acc[t] += this thread's share of row . x[t], t < tn (x: tokens of cols). */
+/* Elements of F32 / F16 weights per 16-byte load. */
+template <int T> struct dot_group {
+    static constexpr int n = T == HC_TYPE_F32 ? 4 : 8;
+};
+
+/* G weights of a row from element c on: one 16-byte load where the group
+ * is whole and 16-byte aligned, else one element at a time.  Either way
+ * the values, and so the sums below, are the same. */
+template <int T, int G>
+static __device__ __forceinline__ void load_group(const uint8_t *row, int64_t c, int64_t cols,
+                                                  float *w)
+{
+    const int esz = T == HC_TYPE_F32 ? 4 : 2;
+    const uint8_t *p = row + c * esz;
+    if (c + G <= cols && ((uintptr_t)p & 15) == 0) {
+        const uint4 v = *reinterpret_cast<const uint4 *>(p);
+        const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+        for (int i = 0; i < G; i++)
+            w[i] = T == HC_TYPE_F32 ? __uint_as_float(u[i])
+                                    : hc_half_bits_to_float((uint16_t)(u[i / 2] >> (16 * (i % 2))));
+        return;
+    }
+    for (int i = 0; i < G; i++)
+        w[i] = c + i < cols ? hc_weight_at<T>(row, c + i) : 0.0f;
+}
+
+/* acc[t] += this thread's share of row . x[t], t < tn (x: tokens of cols):
+ * groups of dot_group<T>::n consecutive elements, the thread's i-th group
+ * being i * DOT_THREADS + threadIdx.x, each added element by element in
+ * order (past the row's end nothing is added). */
 template <int T>
 static __device__ __forceinline__ void dot_partial(const uint8_t *row, int64_t cols,
                                                    const float *x, int tn, float *acc)
 {
-    for (int64_t c = threadIdx.x; c < cols; c += DOT_THREADS) {
-        float w = hc_weight_at<T>(row, c);
-        for (int t = 0; t < DOT_TOK; t++)
-            if (t < tn)
-                acc[t] += w * x[t * cols + c];
+    constexpr int G = dot_group<T>::n;
+    for (int64_t c = (int64_t)threadIdx.x * G; c < cols; c += (int64_t)DOT_THREADS * G) {
+        float w[G];
+        load_group<T, G>(row, c, cols, w);
+        for (int i = 0; i < G; i++)
+            if (c + i < cols)
+                for (int t = 0; t < DOT_TOK; t++)
+                    if (t < tn)
+                        acc[t] += w[i] * x[t * cols + c + i];
     }
 }
 
