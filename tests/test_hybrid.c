@@ -1,6 +1,7 @@
 /*
  * GPU placement end to end, on whatever Vulkan device is here (Mesa's
- * lavapipe in CI: the real plugin, SPIR-V and driver, on the CPU).
+ * lavapipe in CI: the real plugin, SPIR-V and driver, on the CPU), or on
+ * the plugin family HOTCOLD_TEST_GPU names (cuda: tools/gpu-check.sh).
  *
  *  - Whole models on the GPU (a budget that holds everything) reproduce
  *    the golden greedy ids of the independent float64 reference, from BOS
@@ -13,7 +14,7 @@
  *  - A saved neuron split (gpuidx) is reused on the next load with the same
  *    budget, solved afresh under another; PowerInfer's own index files (I32
  *    as id 18) are read, and an unusable one never stops a run.
- *  - A small GPU (HOTCOLD_VULKAN_MEMORY_LIMIT: the plugin fails allocations
+ *  - A small GPU (HOTCOLD_<FAMILY>_MEMORY_LIMIT: the plugin fails allocations
  *    past it as a real out-of-memory does) under a budget that asks for
  *    everything: the load re-solves for a smaller hot set, or with no
  *    memory at all puts everything on the CPU, and the ids stay the same.
@@ -39,7 +40,9 @@
 #define N_IDS 60
 #define MAX_IDS 512
 #define NEAR_TIE 1e-4f
-#define GPU "vulkan"
+/* The GPU family under test: "vulkan" (CI: lavapipe), or another plugin's
+ * family named by HOTCOLD_TEST_GPU (tools/gpu-check.sh: cuda). */
+static const char *GPU = "vulkan";
 
 static hc_engine *engine;
 
@@ -660,17 +663,29 @@ END_TEST
 
 /* ---- a GPU smaller than the budget ---------------------------------------- */
 
+/* The plugin's small-card knob: HOTCOLD_VULKAN_MEMORY_LIMIT,
+ * HOTCOLD_CUDA_MEMORY_LIMIT (HOTCOLD_<FAMILY>_MEMORY_LIMIT). */
+static const char *memory_limit_var(void)
+{
+    static char var[64];
+    int n = snprintf(var, sizeof var, "HOTCOLD_");
+    for (const char *c = GPU; *c && *c != ':' && n < 40; c++)
+        var[n++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+    snprintf(var + n, sizeof var - (size_t)n, "_MEMORY_LIMIT");
+    return var;
+}
+
 static void set_memory_limit(double bytes)
 {
     char v[32];
     snprintf(v, sizeof v, "%.0f", bytes);
-    setenv("HOTCOLD_VULKAN_MEMORY_LIMIT", v, 1);
+    setenv(memory_limit_var(), v, 1);
 }
 
 /* After every test, failed or not: the later ones must see no limit. */
 static void clear_memory_limit(void)
 {
-    unsetenv("HOTCOLD_VULKAN_MEMORY_LIMIT");
+    unsetenv(memory_limit_var());
 }
 
 START_TEST(gpu_out_of_memory)
@@ -725,6 +740,9 @@ END_TEST
 
 int main(void)
 {
+    const char *gpu = getenv("HOTCOLD_TEST_GPU");
+    if (gpu && *gpu)
+        GPU = gpu;
     hc_engine_params ep = hc_engine_default_params();
     ep.n_threads = HC_TEST_THREADS;
     engine = hc_engine_open(&ep);
@@ -735,7 +753,7 @@ int main(void)
         return 77;
     }
     Suite *s = suite_create("hybrid");
-    TCase *tc = tcase_create("vulkan");
+    TCase *tc = tcase_create("gpu");
     tcase_set_timeout(tc, 600);
     tcase_add_checked_fixture(tc, NULL, clear_memory_limit);
     tcase_add_test(tc, stories260K_golden_on_gpu);
