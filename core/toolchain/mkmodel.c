@@ -84,6 +84,7 @@
 #include "format/gguf.h"
 #include "format/output_file.h"
 #include "hotcold/hotcold.h"
+#include "mkmodel_kernels.h"
 #include "ref/ref.h"
 #include "util/log.h"
 
@@ -455,20 +456,6 @@ typedef struct mk {
     double frac_min, frac_max, frac_sum;
 } mk;
 
-/* Dot product in float with eight partial sums (vectorizes; the order is
- * fixed, so the result is reproducible). */
-static float dot(const float *a, const float *b, int64_t n)
-{
-    float s[8] = {0};
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++)
-            s[j] += a[i + j] * b[i + j];
-    for (; i < n; i++)
-        s[0] += a[i] * b[i];
-    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
 /* B[r]: a random unit vector of k-1 entries (stored at b[1..k-1]). */
 static void gen_b(const mk *s, uint32_t layer, int64_t r, float *b)
 {
@@ -577,20 +564,19 @@ static void block_rows(void *ctx, int64_t begin, int64_t end, int tid)
         int64_t r = j->r0 + i;
         uint8_t *enc = s->out + (uint64_t)i * j->row_bytes;
         gen_row(s, t, r, f, b);
-        hc_scalar_quantize_row((hc_type)t->type, f, enc, cols);
+        hc_mk_quantize_row((hc_type)t->type, f, enc, cols);
         int need = j->in || j->keep || t->kind == K_TOK_EMBD;
         if (!need)
             continue;
         /* Calibrate with what the file holds, not with the float draft. */
         float *dq = j->keep ? s->deq + i * cols : d;
-        hc_scalar_dequantize_row((hc_type)t->type, enc, dq, cols);
+        hc_mk_dequantize_row((hc_type)t->type, enc, dq, cols);
         if (t->kind == K_TOK_EMBD)
             for (int tk = 0; tk < CALIB_T; tk++)
                 if (s->ids[tk] == r)
                     memcpy(s->x + (int64_t)tk * cols, dq, (size_t)cols * sizeof *dq);
         if (j->in)
-            for (int tk = 0; tk < CALIB_T; tk++)
-                j->res[(int64_t)tk * rows + r] = dot(dq, j->in + (int64_t)tk * cols, cols);
+            hc_mk_dots(dq, j->in, cols, CALIB_T, j->res + r, rows);
     }
 }
 
