@@ -71,7 +71,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +84,7 @@
 #include "format/output_file.h"
 #include "hotcold/hotcold.h"
 #include "mkmodel_kernels.h"
+#include "mkmodel_pool.h"
 #include "ref/ref.h"
 #include "util/log.h"
 
@@ -103,7 +103,7 @@
 #define ROPE_BASE 10000.0f
 #define NORM_EPS 1e-5f
 #define BETA_GRID 4096        /* points of the P(beta) table */
-#define CHUNK_ELEMS (1u << 20) /* elements generated per block of rows */
+#define DOWN_BLOCK_ELEMS (1u << 22) /* down_t elements decoded per block of rows */
 #define FIRST_NORMAL 259      /* <unk> <s> </s>, 256 byte tokens, then pieces */
 #define MAX_PIECE 16          /* bytes of a generated vocab piece */
 
@@ -378,52 +378,12 @@ uint64_t hc_mkmodel_file_size(const hc_mkmodel_params *p)
     return 24 + 65536 + vocab + counts + infos + 32 + (data + 31u) / 32u * 32u;
 }
 
-/* ---- threads -------------------------------------------------------------------- */
-typedef void (*range_fn)(void *ctx, int64_t begin, int64_t end, int tid);
-
-typedef struct range_task {
-    range_fn fn;
-    void *ctx;
-    int64_t begin, end;
-    int tid;
-} range_task;
-
-static void *range_main(void *arg)
-{
-    range_task *t = arg;
-    t->fn(t->ctx, t->begin, t->end, t->tid);
-    return NULL;
-}
-
-/* Split [0, n) into n_threads contiguous parts.  Results never depend on the
- * split: every output element is produced by exactly one call.  A thread
- * that cannot be started runs its part on the caller. */
+/* Most threads mkmodel uses (hc_mkmodel_check's bound). */
 #define MAX_THREADS 1024
-static void parallel_for(int n_threads, int64_t n, range_fn fn, void *ctx)
-{
-    if (n <= 0)
-        return;
-    int nt = n_threads < 1 ? 1 : n_threads;
-    if (nt > n)
-        nt = (int)n;
-    if (nt == 1) {
-        fn(ctx, 0, n, 0);
-        return;
-    }
-    range_task task[MAX_THREADS];
-    pthread_t th[MAX_THREADS];
-    int started[MAX_THREADS];
-    for (int i = 0; i < nt; i++) {
-        task[i] = (range_task){fn, ctx, n * i / nt, n * (i + 1) / nt, i};
-        started[i] = i > 0 && pthread_create(&th[i], NULL, range_main, &task[i]) == 0;
-    }
-    for (int i = 0; i < nt; i++)
-        if (!started[i])
-            range_main(&task[i]);
-    for (int i = 1; i < nt; i++)
-        if (started[i])
-            pthread_join(th[i], NULL);
-}
+/* Elements a task generates: small enough that a layer's matrices split
+ * into many tasks per thread (little idle time at each barrier), large
+ * enough that locking and writing per task cost nothing. */
+#define TASK_ELEMS (1u << 16)
 
 /* ---- generator state --------------------------------------------------------- */
 typedef struct mk {
@@ -443,16 +403,17 @@ typedef struct mk {
     float *kk, *vv;              /* [T][kv] */
     float *z, *u, *h;            /* [T][ff] */
     /* buffers */
-    uint8_t *out;    /* one block of encoded rows */
+    hc_mk_pool *pool;
     float *deq;      /* decoded rows of a down_t block */
     float **scratch; /* per thread: 2 rows + k floats */
-    int64_t max_cols;
+    int64_t max_cols, down_rows;
     /* output */
     hc_gguf_writer *w;
     uint64_t done, total;
     hc_mkmodel_progress_fn progress;
     void *user;
     char err[1024];
+    int cancelled;
     double frac_min, frac_max, frac_sum;
 } mk;
 
@@ -530,46 +491,60 @@ static void gen_row(const mk *s, const plan_tensor *t, int64_t r, float *dst, fl
 }
 
 /* ---- writing ------------------------------------------------------------------ */
-static int emit(mk *s, const plan_tensor *t, const void *data, uint64_t bytes)
+/* The pool's writer: one slot, in file order, on the calling thread. */
+static int write_slot(void *user, const hc_mk_slot *sl)
 {
-    if (hc_gguf_writer_write_data(s->w, data, bytes, s->err, sizeof s->err))
+    mk *s = user;
+    const plan_tensor *t = sl->tag;
+    if (hc_gguf_writer_write_data(s->w, sl->data, sl->bytes, s->err, sizeof s->err))
         return -1;
-    s->done += bytes;
+    s->done += sl->bytes;
     if (s->progress && s->progress(s->user, s->done, s->total, t->name)) {
-        hc_set_error("mkmodel: cancelled");
+        s->cancelled = 1;
         return -1;
     }
     return 0;
 }
 
-/* One block of rows [r0, r0+nr) of a matrix. */
-typedef struct block_job {
+/* The pool stops at a failed write; say which. */
+static int pool_failed(mk *s)
+{
+    if (s->cancelled)
+        hc_set_error("mkmodel: cancelled");
+    else
+        hc_set_error("%s", s->err); /* the writer's own message, as before */
+    return -1;
+}
+
+/* Rows [r0, r1) of a matrix, per rows per task (one slot each). */
+typedef struct rows_job {
     mk *s;
     const plan_tensor *t;
-    int64_t r0;
+    int64_t r0, r1, per;
     uint64_t row_bytes;
     const float *in; /* calibration inputs [T][cols], or NULL */
     float *res;      /* results [T][rows] */
-    int keep;        /* keep decoded rows in s->deq (down_t) */
-} block_job;
+    int keep;        /* keep decoded rows in s->deq, from row r0 (down_t) */
+} rows_job;
 
-static void block_rows(void *ctx, int64_t begin, int64_t end, int tid)
+static void rows_task(void *ctx, int64_t task, int tid, hc_mk_slot *sl)
 {
-    const block_job *j = ctx;
+    const rows_job *j = ctx;
     mk *s = j->s;
     const plan_tensor *t = j->t;
     const int64_t cols = (int64_t)t->ne[0], rows = (int64_t)t->ne[1];
+    const int64_t begin = j->r0 + task * j->per;
+    const int64_t end = begin + j->per < j->r1 ? begin + j->per : j->r1;
     float *f = s->scratch[tid], *d = f + s->max_cols, *b = d + s->max_cols;
-    for (int64_t i = begin; i < end; i++) {
-        int64_t r = j->r0 + i;
-        uint8_t *enc = s->out + (uint64_t)i * j->row_bytes;
+    for (int64_t r = begin; r < end; r++) {
+        uint8_t *enc = sl->data + (uint64_t)(r - begin) * j->row_bytes;
         gen_row(s, t, r, f, b);
         hc_mk_quantize_row((hc_type)t->type, f, enc, cols);
         int need = j->in || j->keep || t->kind == K_TOK_EMBD;
         if (!need)
             continue;
         /* Calibrate with what the file holds, not with the float draft. */
-        float *dq = j->keep ? s->deq + i * cols : d;
+        float *dq = j->keep ? s->deq + (r - j->r0) * cols : d;
         hc_mk_dequantize_row((hc_type)t->type, enc, dq, cols);
         if (t->kind == K_TOK_EMBD)
             for (int tk = 0; tk < CALIB_T; tk++)
@@ -578,28 +553,31 @@ static void block_rows(void *ctx, int64_t begin, int64_t end, int tid)
         if (j->in)
             hc_mk_dots(dq, j->in, cols, CALIB_T, j->res + r, rows);
     }
+    sl->bytes = (uint64_t)(end - begin) * j->row_bytes;
+    sl->tag = t;
 }
 
-/* down_t: o[t] += sum over the block's rows of h[t][r] * row r, split by
- * output column so each element is summed by one thread in row order. */
+/* down_t: o[t] += h[t][r] * row r over the block's rows, in row order for
+ * each element; a task owns DOWN_COLS output columns. */
+#define DOWN_COLS 64
 typedef struct down_job {
     mk *s;
     int64_t r0, nr;
 } down_job;
 
-static void down_cols(void *ctx, int64_t c0, int64_t c1, int tid)
+static void down_task(void *ctx, int64_t task, int tid, hc_mk_slot *sl)
 {
+    (void)tid;
+    (void)sl;
     const down_job *j = ctx;
     mk *s = j->s;
-    for (int tk = 0; tk < CALIB_T; tk++) {
-        float *o = s->o + (int64_t)tk * s->n;
-        for (int64_t i = 0; i < j->nr; i++) {
+    const int64_t c0 = task * DOWN_COLS, c1 = c0 + DOWN_COLS < s->n ? c0 + DOWN_COLS : s->n;
+    for (int64_t i = 0; i < j->nr; i++) {
+        const float *row = s->deq + i * s->n;
+        for (int tk = 0; tk < CALIB_T; tk++) {
             float hv = s->h[(int64_t)tk * s->ff + j->r0 + i];
-            if (hv == 0.0f)
-                continue;
-            const float *row = s->deq + i * s->n;
-            for (int64_t c = c0; c < c1; c++)
-                o[c] += hv * row[c];
+            if (hv != 0.0f)
+                hc_mk_axpy(s->o + (int64_t)tk * s->n + c0, hv, row + c0, c1 - c0);
         }
     }
 }
@@ -607,28 +585,30 @@ static void down_cols(void *ctx, int64_t c0, int64_t c1, int tid)
 static int write_matrix(mk *s, const plan_tensor *t, const float *in, float *res)
 {
     const int64_t cols = (int64_t)t->ne[0], rows = (int64_t)t->ne[1];
-    const uint64_t row_bytes = hc_type_row_size((hc_type)t->type, cols);
-    int64_t per = (int64_t)(CHUNK_ELEMS / (uint64_t)cols);
+    int64_t per = (int64_t)(TASK_ELEMS / (uint64_t)cols);
     if (per < 1)
         per = 1;
-    block_job j = {s, t, 0, row_bytes, in, res, t->kind == K_DOWN_T};
-    for (int64_t r0 = 0; r0 < rows; r0 += per) {
-        int64_t nr = rows - r0 < per ? rows - r0 : per;
+    rows_job j = {s, t, 0, rows, per, hc_type_row_size((hc_type)t->type, cols), in, res, 0};
+    if (t->kind != K_DOWN_T)
+        return hc_mk_pool_run(s->pool, rows_task, &j, (rows + per - 1) / per, 1) ? pool_failed(s)
+                                                                                 : 0;
+    /* down_t by blocks of s->down_rows rows: generate (keeping the decoded
+     * rows), then accumulate them by columns. */
+    j.keep = 1;
+    for (int64_t r0 = 0; r0 < rows; r0 += s->down_rows) {
         j.r0 = r0;
-        parallel_for(s->n_threads, nr, block_rows, &j);
-        if (j.keep) {
-            down_job dj = {s, r0, nr};
-            parallel_for(s->n_threads, s->n, down_cols, &dj);
-        }
-        if (emit(s, t, s->out, (uint64_t)nr * row_bytes))
-            return -1;
+        j.r1 = r0 + s->down_rows < rows ? r0 + s->down_rows : rows;
+        down_job dj = {s, r0, j.r1 - r0};
+        if (hc_mk_pool_run(s->pool, rows_task, &j, (j.r1 - r0 + per - 1) / per, 1) ||
+            hc_mk_pool_run(s->pool, down_task, &dj, (s->n + DOWN_COLS - 1) / DOWN_COLS, 0))
+            return pool_failed(s);
     }
     return 0;
 }
 
 static int write_vector(mk *s, const plan_tensor *t, const void *data)
 {
-    return emit(s, t, data, tensor_bytes(t));
+    return hc_mk_pool_put(s->pool, data, tensor_bytes(t), t) ? pool_failed(s) : 0;
 }
 
 /* Norm weights: uniform in [NORM_LO, NORM_LO + NORM_SPAN], so positive. */
@@ -1086,7 +1066,7 @@ static void mk_free(mk *s)
     free(s->z);
     free(s->u);
     free(s->h);
-    free(s->out);
+    hc_mk_pool_free(s->pool);
     free(s->deq);
     if (s->scratch)
         for (int i = 0; i < s->n_threads; i++)
@@ -1112,8 +1092,11 @@ static int mk_init(mk *s, const hc_mkmodel_params *p)
     s->max_cols = s->n > s->H ? s->n : s->H;
     s->frac_min = 1.0;
     const size_t n = (size_t)s->n, ff = (size_t)s->ff, T = CALIB_T;
-    int64_t per_down = (int64_t)(CHUNK_ELEMS / n) > 0 ? (int64_t)(CHUNK_ELEMS / n) : 1;
-    size_t out_bytes = (size_t)(CHUNK_ELEMS > s->max_cols ? CHUNK_ELEMS : s->max_cols) * 4u;
+    s->down_rows = (int64_t)(DOWN_BLOCK_ELEMS / n) > 0 ? (int64_t)(DOWN_BLOCK_ELEMS / n) : 1;
+    if (s->down_rows > s->ff)
+        s->down_rows = s->ff;
+    /* A slot holds one task's rows: TASK_ELEMS elements or one row, F32 at most. */
+    size_t slot_bytes = (size_t)(TASK_ELEMS > s->max_cols ? TASK_ELEMS : s->max_cols) * 4u;
     s->p_sorted = malloc(ff * sizeof *s->p_sorted);
     s->p_layer = malloc(ff * sizeof *s->p_layer);
     s->w_attn = malloc(n * sizeof(float));
@@ -1131,12 +1114,12 @@ static int mk_init(mk *s, const hc_mkmodel_params *p)
     s->z = calloc(T * ff, sizeof(float));
     s->u = calloc(T * ff, sizeof(float));
     s->h = calloc(T * ff, sizeof(float));
-    s->out = malloc(out_bytes);
-    s->deq = malloc((size_t)per_down * n * sizeof(float));
+    s->pool = hc_mk_pool_new(s->n_threads, slot_bytes, write_slot, s);
+    s->deq = malloc((size_t)s->down_rows * n * sizeof(float));
     s->scratch = calloc((size_t)s->n_threads, sizeof *s->scratch);
     int ok = s->p_sorted && s->p_layer && s->w_attn && s->w_ffn && s->a && s->group &&
              s->beta && s->x && s->xn && s->q && s->att && s->o && s->kk && s->vv && s->z &&
-             s->u && s->h && s->out && s->deq && s->scratch;
+             s->u && s->h && s->pool && s->deq && s->scratch;
     for (int i = 0; ok && i < s->n_threads; i++) {
         s->scratch[i] = malloc(((size_t)s->max_cols * 2 + (size_t)s->k) * sizeof(float));
         ok = s->scratch[i] != NULL;
@@ -1243,6 +1226,10 @@ int hc_mkmodel_write(const char *path, const hc_mkmodel_params *p,
     for (int il = 0; il < p->n_layer; il++)
         if (write_layer(&s, plan, (uint32_t)il))
             goto out;
+    if (hc_mk_pool_flush(s.pool)) {
+        pool_failed(&s);
+        goto out;
+    }
     if (hc_gguf_writer_finish(s.w, s.err, sizeof s.err))
         goto out;
     if (report) {

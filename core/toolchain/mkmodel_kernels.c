@@ -290,7 +290,29 @@ static inline __attribute__((always_inline)) void dots_body(const float *a, cons
     }
 }
 
+static inline __attribute__((always_inline)) void axpy_body(float *o, float h,
+                                                            const float *row, int64_t n)
+{
+    const v8f hv = {h, h, h, h, h, h, h, h};
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        v8f x, y;
+        LOAD8(x, row + c);
+        LOAD8(y, o + c);
+        y += hv * x;
+        memcpy(o + c, &y, sizeof y);
+    }
+    for (; c < n; c++)
+        o[c] += h * row[c];
+}
+
 #ifdef HC_MK_X86
+__attribute__((target("avx"))) static void axpy_avx(float *o, float h, const float *row,
+                                                    int64_t n)
+{
+    axpy_body(o, h, row, n);
+}
+
 __attribute__((target("avx"))) static void dots_avx(const float *a, const float *in,
                                                     int64_t cols, int n_in, float *res,
                                                     int64_t stride)
@@ -310,7 +332,23 @@ void hc_mk_dots(const float *a, const float *in, int64_t cols, int n_in, float *
 #endif
     dots_body(a, in, cols, n_in, res, res_stride);
 }
+void hc_mk_axpy(float *o, float h, const float *row, int64_t n)
+{
+#ifdef HC_MK_X86
+    if (__builtin_cpu_supports("avx")) {
+        axpy_avx(o, h, row, n);
+        return;
+    }
+#endif
+    axpy_body(o, h, row, n);
+}
 #else
+void hc_mk_axpy(float *o, float h, const float *row, int64_t n)
+{
+    for (int64_t c = 0; c < n; c++)
+        o[c] += h * row[c];
+}
+
 void hc_mk_dots(const float *a, const float *in, int64_t cols, int n_in, float *res,
                 int64_t res_stride)
 {

@@ -22,4 +22,8 @@ void hc_mk_dequantize_row(hc_type t, const void *row, float *dst, int64_t cols);
 void hc_mk_dots(const float *a, const float *in, int64_t cols, int n_in, float *res,
                 int64_t res_stride);
 
+/* o[c] += h * row[c] for c < n: one multiply and one add per element, as
+ * the scalar loop does. */
+void hc_mk_axpy(float *o, float h, const float *row, int64_t n);
+
 #endif /* HC_CORE_MKMODEL_KERNELS_H */
