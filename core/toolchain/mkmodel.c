@@ -404,7 +404,7 @@ typedef struct mk {
     float *z, *u, *h;            /* [T][ff] */
     /* buffers */
     hc_mk_pool *pool;
-    float *deq;      /* decoded rows of a down_t block */
+    float *deq[2];   /* decoded rows of two down_t blocks */
     float **scratch; /* per thread: 2 rows + k floats */
     int64_t max_cols, down_rows;
     /* output */
@@ -516,99 +516,164 @@ static int pool_failed(mk *s)
     return -1;
 }
 
-/* Rows [r0, r1) of a matrix, per rows per task (one slot each). */
-typedef struct rows_job {
-    mk *s;
-    const plan_tensor *t;
-    int64_t r0, r1, per;
-    uint64_t row_bytes;
-    const float *in; /* calibration inputs [T][cols], or NULL */
-    float *res;      /* results [T][rows] */
-    int keep;        /* keep decoded rows in s->deq, from row r0 (down_t) */
-} rows_job;
+/* ---- runs: the tasks of one step, in file order -----------------------------
+ * A run is a list of segments, each a range of tasks: first the ones that
+ * write nothing (a down_t block's accumulation, parallel pieces of the
+ * calibration), then the ones that fill the output's next slots (rows of
+ * matrices, vectors).  Independent steps share a run, so threads wait for
+ * each other only where a result is needed. */
+enum { SEG_FN, SEG_ACC, SEG_ROWS, SEG_VEC };
+#define MAX_SEGS 8
+/* down_t's accumulation: a task owns DOWN_COLS output columns. */
+#define DOWN_COLS 64
 
-static void rows_task(void *ctx, int64_t task, int tid, hc_mk_slot *sl)
+typedef struct seg {
+    int kind;
+    int64_t first, n_tasks; /* the run's tasks [first, first + n_tasks) */
+    const plan_tensor *t;   /* SEG_ROWS, SEG_VEC */
+    int64_t r0, r1, per;    /* SEG_ROWS: rows [r0, r1), per a task; SEG_ACC: rows */
+    uint64_t row_bytes;
+    const float *in;        /* SEG_ROWS: calibration inputs [T][cols], or NULL */
+    float *res;             /* results [T][rows] */
+    float *deq;             /* down_t: decoded rows from row r0 (SEG_ROWS, SEG_ACC) */
+    const void *data;       /* SEG_VEC */
+    void (*fn)(mk *s, int64_t task); /* SEG_FN */
+} seg;
+
+typedef struct run {
+    mk *s;
+    seg seg[MAX_SEGS];
+    int n_seg;
+    int64_t n_tasks, n_unordered;
+} run;
+
+static void run_init(run *r, mk *s)
 {
-    const rows_job *j = ctx;
-    mk *s = j->s;
-    const plan_tensor *t = j->t;
+    memset(r, 0, sizeof *r);
+    r->s = s;
+}
+
+/* Unordered kinds (SEG_FN, SEG_ACC) go before ordered ones. */
+static seg *run_add(run *r, int kind, int64_t n_tasks)
+{
+    seg *g = &r->seg[r->n_seg++];
+    memset(g, 0, sizeof *g);
+    g->kind = kind;
+    g->first = r->n_tasks;
+    g->n_tasks = n_tasks;
+    r->n_tasks += n_tasks;
+    if (kind == SEG_FN || kind == SEG_ACC)
+        r->n_unordered += n_tasks;
+    return g;
+}
+
+static void run_matrix(run *r, const plan_tensor *t, int64_t r0, int64_t r1, const float *in,
+                       float *res, float *deq)
+{
+    const int64_t cols = (int64_t)t->ne[0];
+    int64_t per = (int64_t)(TASK_ELEMS / (uint64_t)cols);
+    if (per < 1)
+        per = 1;
+    seg *g = run_add(r, SEG_ROWS, (r1 - r0 + per - 1) / per);
+    g->t = t;
+    g->r0 = r0;
+    g->r1 = r1;
+    g->per = per;
+    g->row_bytes = hc_type_row_size((hc_type)t->type, cols);
+    g->in = in;
+    g->res = res;
+    g->deq = deq;
+}
+
+static void run_vector(run *r, const plan_tensor *t, const void *data)
+{
+    seg *g = run_add(r, SEG_VEC, 1);
+    g->t = t;
+    g->data = data;
+}
+
+static void run_acc(run *r, float *deq, int64_t r0, int64_t r1)
+{
+    seg *g = run_add(r, SEG_ACC, (r->s->n + DOWN_COLS - 1) / DOWN_COLS);
+    g->deq = deq;
+    g->r0 = r0;
+    g->r1 = r1;
+}
+
+static void run_fn(run *r, void (*fn)(mk *s, int64_t task), int64_t n_tasks)
+{
+    seg *g = run_add(r, SEG_FN, n_tasks);
+    g->fn = fn;
+}
+
+/* Rows of a matrix into one slot. */
+static void rows_task(mk *s, const seg *g, int64_t task, int tid, hc_mk_slot *sl)
+{
+    const plan_tensor *t = g->t;
     const int64_t cols = (int64_t)t->ne[0], rows = (int64_t)t->ne[1];
-    const int64_t begin = j->r0 + task * j->per;
-    const int64_t end = begin + j->per < j->r1 ? begin + j->per : j->r1;
+    const int64_t begin = g->r0 + task * g->per;
+    const int64_t end = begin + g->per < g->r1 ? begin + g->per : g->r1;
     float *f = s->scratch[tid], *d = f + s->max_cols, *b = d + s->max_cols;
     for (int64_t r = begin; r < end; r++) {
-        uint8_t *enc = sl->data + (uint64_t)(r - begin) * j->row_bytes;
+        uint8_t *enc = sl->data + (uint64_t)(r - begin) * g->row_bytes;
         gen_row(s, t, r, f, b);
         hc_mk_quantize_row((hc_type)t->type, f, enc, cols);
-        int need = j->in || j->keep || t->kind == K_TOK_EMBD;
+        int need = g->in || g->deq || t->kind == K_TOK_EMBD;
         if (!need)
             continue;
         /* Calibrate with what the file holds, not with the float draft. */
-        float *dq = j->keep ? s->deq + (r - j->r0) * cols : d;
+        float *dq = g->deq ? g->deq + (r - g->r0) * cols : d;
         hc_mk_dequantize_row((hc_type)t->type, enc, dq, cols);
         if (t->kind == K_TOK_EMBD)
             for (int tk = 0; tk < CALIB_T; tk++)
                 if (s->ids[tk] == r)
                     memcpy(s->x + (int64_t)tk * cols, dq, (size_t)cols * sizeof *dq);
-        if (j->in)
-            hc_mk_dots(dq, j->in, cols, CALIB_T, j->res + r, rows);
+        if (g->in)
+            hc_mk_dots(dq, g->in, cols, CALIB_T, g->res + r, rows);
     }
-    sl->bytes = (uint64_t)(end - begin) * j->row_bytes;
+    sl->bytes = (uint64_t)(end - begin) * g->row_bytes;
     sl->tag = t;
 }
 
-/* down_t: o[t] += h[t][r] * row r over the block's rows, in row order for
- * each element; a task owns DOWN_COLS output columns. */
-#define DOWN_COLS 64
-typedef struct down_job {
-    mk *s;
-    int64_t r0, nr;
-} down_job;
-
-static void down_task(void *ctx, int64_t task, int tid, hc_mk_slot *sl)
+/* down_t: o[t] += h[t][r] * row r over the block's rows, each element
+ * summed in row order (rows outer: a row stays in cache over the tokens). */
+static void acc_task(mk *s, const seg *g, int64_t task)
 {
-    (void)tid;
-    (void)sl;
-    const down_job *j = ctx;
-    mk *s = j->s;
     const int64_t c0 = task * DOWN_COLS, c1 = c0 + DOWN_COLS < s->n ? c0 + DOWN_COLS : s->n;
-    for (int64_t i = 0; i < j->nr; i++) {
-        const float *row = s->deq + i * s->n;
+    for (int64_t r = g->r0; r < g->r1; r++) {
+        const float *row = g->deq + (r - g->r0) * s->n;
         for (int tk = 0; tk < CALIB_T; tk++) {
-            float hv = s->h[(int64_t)tk * s->ff + j->r0 + i];
+            float hv = s->h[(int64_t)tk * s->ff + r];
             if (hv != 0.0f)
                 hc_mk_axpy(s->o + (int64_t)tk * s->n + c0, hv, row + c0, c1 - c0);
         }
     }
 }
 
-static int write_matrix(mk *s, const plan_tensor *t, const float *in, float *res)
+static void run_task(void *ctx, int64_t task, int tid, hc_mk_slot *sl)
 {
-    const int64_t cols = (int64_t)t->ne[0], rows = (int64_t)t->ne[1];
-    int64_t per = (int64_t)(TASK_ELEMS / (uint64_t)cols);
-    if (per < 1)
-        per = 1;
-    rows_job j = {s, t, 0, rows, per, hc_type_row_size((hc_type)t->type, cols), in, res, 0};
-    if (t->kind != K_DOWN_T)
-        return hc_mk_pool_run(s->pool, rows_task, &j, (rows + per - 1) / per, 1) ? pool_failed(s)
-                                                                                 : 0;
-    /* down_t by blocks of s->down_rows rows: generate (keeping the decoded
-     * rows), then accumulate them by columns. */
-    j.keep = 1;
-    for (int64_t r0 = 0; r0 < rows; r0 += s->down_rows) {
-        j.r0 = r0;
-        j.r1 = r0 + s->down_rows < rows ? r0 + s->down_rows : rows;
-        down_job dj = {s, r0, j.r1 - r0};
-        if (hc_mk_pool_run(s->pool, rows_task, &j, (j.r1 - r0 + per - 1) / per, 1) ||
-            hc_mk_pool_run(s->pool, down_task, &dj, (s->n + DOWN_COLS - 1) / DOWN_COLS, 0))
-            return pool_failed(s);
+    const run *r = ctx;
+    const seg *g = r->seg;
+    while (task >= g->first + g->n_tasks)
+        g++;
+    task -= g->first;
+    switch (g->kind) {
+    case SEG_FN: g->fn(r->s, task); break;
+    case SEG_ACC: acc_task(r->s, g, task); break;
+    case SEG_ROWS: rows_task(r->s, g, task, tid, sl); break;
+    case SEG_VEC:
+        memcpy(sl->data, g->data, (size_t)tensor_bytes(g->t));
+        sl->bytes = tensor_bytes(g->t);
+        sl->tag = g->t;
+        break;
     }
-    return 0;
 }
 
-static int write_vector(mk *s, const plan_tensor *t, const void *data)
+static int run_exec(run *r)
 {
-    return hc_mk_pool_put(s->pool, data, tensor_bytes(t), t) ? pool_failed(s) : 0;
+    return hc_mk_pool_run(r->s->pool, run_task, r, r->n_tasks, r->n_unordered)
+               ? pool_failed(r->s)
+               : 0;
 }
 
 /* Norm weights: uniform in [NORM_LO, NORM_LO + NORM_SPAN], so positive. */
@@ -774,28 +839,58 @@ static void layer_plan(const plan_tensor *plan, uint32_t il, const plan_tensor *
         t[first[i].id] = &first[i];
 }
 
-static int write_layer(mk *s, const plan_tensor *plan, uint32_t il)
+/* Calibration pieces run as tasks: one token each (results do not depend
+ * on the split: each token's values are computed by one call, as before). */
+static void rope_task(mk *s, int64_t task)
+{
+    const int64_t tk = task % CALIB_T;
+    if (task < CALIB_T)
+        hc_scalar_rope(s->q + tk * s->n, 1, s->p->n_head, s->hd, s->hd, s->pos + tk, ROPE_BASE,
+                       1.0f, HC_ROPE_NORM);
+    else
+        hc_scalar_rope(s->kk + tk * s->kv, 1, s->p->n_head_kv, s->hd, s->hd, s->pos + tk,
+                       ROPE_BASE, 1.0f, HC_ROPE_NORM);
+}
+
+static void attn_task(mk *s, int64_t tk)
+{
+    hc_scalar_attention(s->q + tk * s->n, s->kk, s->vv, s->att + tk * s->n, 1, s->pos + tk,
+                        s->p->n_head, s->p->n_head_kv, s->hd, 1.0f / sqrtf((float)s->hd));
+}
+
+/* Runs fn(0..n_tasks-1) on the pool. */
+static int run_pieces(mk *s, void (*fn)(mk *s, int64_t task), int64_t n_tasks)
+{
+    run r;
+    run_init(&r, s);
+    run_fn(&r, fn, n_tasks);
+    return run_exec(&r);
+}
+
+/* Layer il.  `first` holds what the file has before the layer's attention
+ * matrices (the model's tensors after token_embd, for layer 0); the layer
+ * adds attn_norm, wq, wk, wv to it and runs it. */
+static int write_layer(mk *s, const plan_tensor *plan, uint32_t il, run *first)
 {
     const plan_tensor *t[HC_T_LAYER_COUNT] = {0};
     layer_plan(plan, il, t);
     const int64_t n = s->n, T = CALIB_T, ff = s->ff;
+    run r;
     /* Attention. */
     gen_norm(s, il, K_ATTN_NORM, s->w_attn);
-    if (write_vector(s, t[HC_T_ATTN_NORM], s->w_attn))
-        return -1;
     hc_scalar_rmsnorm(s->x, s->w_attn, s->xn, T, n, NORM_EPS);
-    if (write_matrix(s, t[HC_T_WQ], s->xn, s->q) || write_matrix(s, t[HC_T_WK], s->xn, s->kk) ||
-        write_matrix(s, t[HC_T_WV], s->xn, s->vv))
+    run_vector(first, t[HC_T_ATTN_NORM], s->w_attn);
+    run_matrix(first, t[HC_T_WQ], 0, (int64_t)t[HC_T_WQ]->ne[1], s->xn, s->q, NULL);
+    run_matrix(first, t[HC_T_WK], 0, (int64_t)t[HC_T_WK]->ne[1], s->xn, s->kk, NULL);
+    run_matrix(first, t[HC_T_WV], 0, (int64_t)t[HC_T_WV]->ne[1], s->xn, s->vv, NULL);
+    if (run_exec(first) || run_pieces(s, rope_task, 2 * T) || run_pieces(s, attn_task, T))
         return -1;
-    hc_scalar_rope(s->q, T, s->p->n_head, s->hd, s->hd, s->pos, ROPE_BASE, 1.0f, HC_ROPE_NORM);
-    hc_scalar_rope(s->kk, T, s->p->n_head_kv, s->hd, s->hd, s->pos, ROPE_BASE, 1.0f,
-                   HC_ROPE_NORM);
-    hc_scalar_attention(s->q, s->kk, s->vv, s->att, T, s->pos, s->p->n_head, s->p->n_head_kv,
-                        s->hd, 1.0f / sqrtf((float)s->hd));
     /* o_i = sum_j wo_ij att_j has variance s_o^2 |att|^2 per element. */
     double att2 = mean_sq(s->att, T * n) * (double)n;
     s->s_o = att2 > 0 ? (float)(SIGMA_ATTN / sqrt(att2)) : 0.0f;
-    if (write_matrix(s, t[HC_T_WO], s->att, s->o))
+    run_init(&r, s);
+    run_matrix(&r, t[HC_T_WO], 0, (int64_t)t[HC_T_WO]->ne[1], s->att, s->o, NULL);
+    if (run_exec(&r))
         return -1;
     add_into(s->x, s->o, T * n);
 
@@ -807,13 +902,14 @@ static int write_layer(mk *s, const plan_tensor *plan, uint32_t il)
     rest2 /= (double)T;
     gen_norm(s, il, K_FFN_NORM, s->w_ffn);
     s->w_ffn[0] = (float)(sqrt((double)BIAS_C * BIAS_C + rest2) / BIAS_C);
-    if (write_vector(s, t[HC_T_FFN_NORM], s->w_ffn))
-        return -1;
     hc_scalar_rmsnorm(s->x, s->w_ffn, s->xn, T, n, NORM_EPS);
     if (layer_profile(s, il) || design_gate(s, il))
         return -1;
-    if (write_matrix(s, t[HC_T_FFN_GATE], s->xn, s->z) ||
-        write_matrix(s, t[HC_T_FFN_UP], s->xn, s->u))
+    run_init(&r, s);
+    run_vector(&r, t[HC_T_FFN_NORM], s->w_ffn);
+    run_matrix(&r, t[HC_T_FFN_GATE], 0, ff, s->xn, s->z, NULL);
+    run_matrix(&r, t[HC_T_FFN_UP], 0, ff, s->xn, s->u, NULL);
+    if (run_exec(&r))
         return -1;
     int64_t fired = 0;
     double h2 = 0;
@@ -830,12 +926,30 @@ static int write_layer(mk *s, const plan_tensor *plan, uint32_t il)
     h2 /= (double)T;
     s->s_d = h2 > 0 ? (float)(SIGMA_FFN / sqrt(h2)) : 0.0f;
     memset(s->o, 0, (size_t)(T * n) * sizeof *s->o);
-    if (write_matrix(s, t[HC_T_FFN_DOWN_T], NULL, NULL))
+    /* down_t by blocks of rows: block b is generated (its decoded rows kept
+     * in deq[b % 2]) while block b - 1 is accumulated; fc1 and fc2 need
+     * nothing of it, so they run with the last accumulation. */
+    const plan_tensor *dt = t[HC_T_FFN_DOWN_T];
+    int64_t prev0 = 0, prev1 = 0;
+    for (int64_t b = 0, r0 = 0; r0 < ff; b++, r0 += s->down_rows) {
+        int64_t r1 = r0 + s->down_rows < ff ? r0 + s->down_rows : ff;
+        run_init(&r, s);
+        if (b > 0)
+            run_acc(&r, s->deq[(b - 1) % 2], prev0, prev1);
+        run_matrix(&r, dt, r0, r1, NULL, NULL, s->deq[b % 2]);
+        if (run_exec(&r))
+            return -1;
+        prev0 = r0;
+        prev1 = r1;
+    }
+    run_init(&r, s);
+    run_acc(&r, s->deq[((ff + s->down_rows - 1) / s->down_rows - 1) % 2], prev0, prev1);
+    run_matrix(&r, t[HC_T_FC1], 0, (int64_t)t[HC_T_FC1]->ne[1], NULL, NULL, NULL);
+    run_matrix(&r, t[HC_T_FC2], 0, (int64_t)t[HC_T_FC2]->ne[1], NULL, NULL, NULL);
+    if (run_exec(&r))
         return -1;
     add_into(s->x, s->o, T * n);
-    return write_matrix(s, t[HC_T_FC1], NULL, NULL) || write_matrix(s, t[HC_T_FC2], NULL, NULL)
-               ? -1
-               : 0;
+    return 0;
 }
 
 /* The designed statistics of every layer, as a profile of NOMINAL_TOKENS
@@ -1067,7 +1181,8 @@ static void mk_free(mk *s)
     free(s->u);
     free(s->h);
     hc_mk_pool_free(s->pool);
-    free(s->deq);
+    free(s->deq[0]);
+    free(s->deq[1]);
     if (s->scratch)
         for (int i = 0; i < s->n_threads; i++)
             free(s->scratch[i]);
@@ -1115,11 +1230,12 @@ static int mk_init(mk *s, const hc_mkmodel_params *p)
     s->u = calloc(T * ff, sizeof(float));
     s->h = calloc(T * ff, sizeof(float));
     s->pool = hc_mk_pool_new(s->n_threads, slot_bytes, write_slot, s);
-    s->deq = malloc((size_t)s->down_rows * n * sizeof(float));
+    s->deq[0] = malloc((size_t)s->down_rows * n * sizeof(float));
+    s->deq[1] = malloc((size_t)s->down_rows * n * sizeof(float));
     s->scratch = calloc((size_t)s->n_threads, sizeof *s->scratch);
     int ok = s->p_sorted && s->p_layer && s->w_attn && s->w_ffn && s->a && s->group &&
              s->beta && s->x && s->xn && s->q && s->att && s->o && s->kk && s->vv && s->z &&
-             s->u && s->h && s->pool && s->deq && s->scratch;
+             s->u && s->h && s->pool && s->deq[0] && s->deq[1] && s->scratch;
     for (int i = 0; ok && i < s->n_threads; i++) {
         s->scratch[i] = malloc(((size_t)s->max_cols * 2 + (size_t)s->k) * sizeof(float));
         ok = s->scratch[i] != NULL;
@@ -1217,15 +1333,23 @@ int hc_mkmodel_write(const char *path, const hc_mkmodel_params *p,
         goto out;
     }
     gen_norm(&s, GLOBAL_LAYER, K_OUTPUT_NORM, ones);
-    int bad = write_matrix(&s, model_plan(plan, HC_M_TOK_EMBD), NULL, NULL) ||
-              write_vector(&s, model_plan(plan, HC_M_OUTPUT_NORM), ones) ||
-              write_matrix(&s, model_plan(plan, HC_M_OUTPUT), NULL, NULL);
+    /* token_embd first (the calibration tokens' embeddings); output_norm and
+     * output go with layer 0's first run. */
+    run first;
+    run_init(&first, &s);
+    const plan_tensor *emb = model_plan(plan, HC_M_TOK_EMBD), *outp = model_plan(plan, HC_M_OUTPUT);
+    run_matrix(&first, emb, 0, (int64_t)emb->ne[1], NULL, NULL, NULL);
+    int bad = run_exec(&first);
+    run_init(&first, &s);
+    run_vector(&first, model_plan(plan, HC_M_OUTPUT_NORM), ones);
+    run_matrix(&first, outp, 0, (int64_t)outp->ne[1], NULL, NULL, NULL);
+    for (int il = 0; !bad && il < p->n_layer; il++) {
+        bad = write_layer(&s, plan, (uint32_t)il, &first);
+        run_init(&first, &s);
+    }
     free(ones);
     if (bad)
         goto out;
-    for (int il = 0; il < p->n_layer; il++)
-        if (write_layer(&s, plan, (uint32_t)il))
-            goto out;
     if (hc_mk_pool_flush(s.pool)) {
         pool_failed(&s);
         goto out;

@@ -31,9 +31,8 @@ struct hc_mk_pool {
     /* the run under way (fn == NULL: none) */
     hc_mk_task_fn fn;
     void *ctx;
-    int64_t n_tasks, next, done;
-    int ordered;
-    uint64_t seq0;
+    int64_t n_tasks, next, done, first_ordered;
+    uint64_t seq0; /* the sequence number of task first_ordered's slot */
     pthread_t *th;
     worker *wk;
 };
@@ -41,18 +40,19 @@ struct hc_mk_pool {
 static int claimable(const hc_mk_pool *p)
 {
     return p->fn && p->next < p->n_tasks &&
-           (!p->ordered || p->seq0 + (uint64_t)p->next < p->written + p->n_slots);
+           (p->next < p->first_ordered ||
+            p->seq0 + (uint64_t)(p->next - p->first_ordered) < p->written + p->n_slots);
 }
 
 /* With the lock held: runs the next task (unlocked meanwhile). */
 static void run_one(hc_mk_pool *p, int tid)
 {
     int64_t c = p->next++;
-    uint64_t seq = p->seq0 + (uint64_t)c;
+    int ordered = c >= p->first_ordered;
+    uint64_t seq = ordered ? p->seq0 + (uint64_t)(c - p->first_ordered) : 0;
     hc_mk_task_fn fn = p->fn;
     void *ctx = p->ctx;
-    hc_mk_slot *sl = p->ordered ? &p->slot[seq % p->n_slots] : NULL;
-    int ordered = p->ordered;
+    hc_mk_slot *sl = ordered ? &p->slot[seq % p->n_slots] : NULL;
     pthread_mutex_unlock(&p->mu);
     fn(ctx, c, tid, sl);
     pthread_mutex_lock(&p->mu);
@@ -158,7 +158,8 @@ int hc_mk_pool_threads(const hc_mk_pool *p)
     return p->n_threads;
 }
 
-int hc_mk_pool_run(hc_mk_pool *p, hc_mk_task_fn fn, void *ctx, int64_t n_tasks, int ordered)
+int hc_mk_pool_run(hc_mk_pool *p, hc_mk_task_fn fn, void *ctx, int64_t n_tasks,
+                   int64_t first_ordered)
 {
     pthread_mutex_lock(&p->mu);
     if (!p->failed && n_tasks > 0) {
@@ -166,10 +167,9 @@ int hc_mk_pool_run(hc_mk_pool *p, hc_mk_task_fn fn, void *ctx, int64_t n_tasks, 
         p->ctx = ctx;
         p->n_tasks = n_tasks;
         p->next = p->done = 0;
-        p->ordered = ordered;
+        p->first_ordered = first_ordered < n_tasks ? first_ordered : n_tasks;
         p->seq0 = p->seq_next;
-        if (ordered)
-            p->seq_next += (uint64_t)n_tasks;
+        p->seq_next += (uint64_t)(n_tasks - p->first_ordered);
         pthread_cond_broadcast(&p->work);
         while (p->done < p->n_tasks) {
             if (write_one(p))
@@ -180,25 +180,6 @@ int hc_mk_pool_run(hc_mk_pool *p, hc_mk_task_fn fn, void *ctx, int64_t n_tasks, 
                 pthread_cond_wait(&p->ready, &p->mu);
         }
         p->fn = NULL;
-    }
-    int rc = p->failed ? -1 : 0;
-    pthread_mutex_unlock(&p->mu);
-    return rc;
-}
-
-int hc_mk_pool_put(hc_mk_pool *p, const void *data, uint64_t bytes, const void *tag)
-{
-    pthread_mutex_lock(&p->mu);
-    /* No run is under way, so every earlier slot is filled: writing frees one. */
-    while (!p->failed && p->seq_next >= p->written + p->n_slots)
-        write_one(p);
-    if (!p->failed) {
-        uint64_t seq = p->seq_next++;
-        hc_mk_slot *sl = &p->slot[seq % p->n_slots];
-        memcpy(sl->data, data, (size_t)bytes);
-        sl->bytes = bytes;
-        sl->tag = tag;
-        p->filled[seq % p->n_slots] = seq + 1;
     }
     int rc = p->failed ? -1 : 0;
     pthread_mutex_unlock(&p->mu);

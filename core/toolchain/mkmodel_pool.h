@@ -31,13 +31,13 @@ hc_mk_pool *hc_mk_pool_new(int n_threads, size_t slot_bytes, hc_mk_write_fn writ
 void hc_mk_pool_free(hc_mk_pool *p);
 int hc_mk_pool_threads(const hc_mk_pool *p);
 
-/* Runs tasks 0..n_tasks-1 and returns when all have run.  ordered: task i
- * fills the next slot of the sequence, written after every earlier slot;
- * the writing may still be under way on return.  The caller writes slots
- * and runs tasks while it waits.  -1 once a write has failed. */
-int hc_mk_pool_run(hc_mk_pool *p, hc_mk_task_fn fn, void *ctx, int64_t n_tasks, int ordered);
-/* Queues a copy of bytes (at most slot_bytes) as the next slot. */
-int hc_mk_pool_put(hc_mk_pool *p, const void *data, uint64_t bytes, const void *tag);
+/* Runs tasks 0..n_tasks-1 and returns when all have run.  Tasks from
+ * first_ordered on each fill the next slot of the sequence, written after
+ * every earlier slot; the writing may still be under way on return.  Tasks
+ * before first_ordered get no slot.  The caller writes slots and runs
+ * tasks while it waits.  -1 once a write has failed. */
+int hc_mk_pool_run(hc_mk_pool *p, hc_mk_task_fn fn, void *ctx, int64_t n_tasks,
+                   int64_t first_ordered);
 /* Writes every queued slot. */
 int hc_mk_pool_flush(hc_mk_pool *p);
 
