@@ -397,6 +397,10 @@ typedef struct mk {
     int32_t *group;   /* [n] block S_j of each dimension (group[0] = 0) */
     float *beta;      /* [ff] */
     float lambda0, s_o, s_d;
+    /* design_profile's and solve_beta's tables (filled by tasks) */
+    double *prof_log, *prof_v, prof_mid, prof_alpha;
+    int prof_have_log;
+    double rho[CALIB_T], beta_lim, beta_step, *beta_P;
     /* calibration batch */
     int32_t ids[CALIB_T], pos[CALIB_T];
     float *x, *xn, *q, *att, *o; /* [T][n] */
@@ -676,6 +680,16 @@ static int run_exec(run *r)
                : 0;
 }
 
+/* Runs fn(0..n_tasks-1) on the pool. */
+static int run_pieces(mk *s, void (*fn)(mk *s, int64_t task), int64_t n_tasks)
+{
+    run r;
+    run_init(&r, s);
+    run_fn(&r, fn, n_tasks);
+    return run_exec(&r);
+}
+
+
 /* Norm weights: uniform in [NORM_LO, NORM_LO + NORM_SPAN], so positive. */
 static void gen_norm(const mk *s, uint32_t layer, int kind, float *w)
 {
@@ -687,24 +701,46 @@ static void gen_norm(const mk *s, uint32_t layer, int kind, float *w)
 /* ---- the activation design ------------------------------------------------------ */
 /* p_k = clamp(s k^-alpha, P_MIN, P_MAX) with mean(p) = target (bisection on
  * log s; the mean is non-decreasing in s). */
-static void design_profile(double *p, int n, double alpha, double target)
+#define PIECE 1024 /* values a task of the tables below computes */
+
+static void profile_task(mk *s, int64_t task)
 {
+    const int64_t k1 = (task + 1) * PIECE < s->ff ? (task + 1) * PIECE : s->ff;
+    for (int64_t k = task * PIECE; k < k1; k++) {
+        if (!s->prof_have_log)
+            s->prof_log[k] = log((double)(k + 1));
+        double v = exp(s->prof_mid - s->prof_alpha * s->prof_log[k]);
+        s->prof_v[k] = v < P_MIN ? P_MIN : v > P_MAX ? P_MAX : v;
+    }
+}
+
+/* p_k = clamp(s k^-alpha, P_MIN, P_MAX) with mean(p) = target (bisection on
+ * log s; the mean is non-decreasing in s).  The terms are computed in
+ * parallel, summed in k order. */
+static int design_profile(mk *s, double alpha, double target)
+{
+    const int64_t n = s->ff, tasks = (n + PIECE - 1) / PIECE;
     double lo = -80.0, hi = 80.0; /* ln s */
+    s->prof_alpha = alpha;
+    s->prof_have_log = 0;
     for (int it = 0; it < 200; it++) {
         double mid = 0.5 * (lo + hi), sum = 0;
-        for (int k = 0; k < n; k++) {
-            double v = exp(mid - alpha * log((double)(k + 1)));
-            sum += v < P_MIN ? P_MIN : v > P_MAX ? P_MAX : v;
-        }
-        if (sum / n < target)
+        s->prof_mid = mid;
+        if (run_pieces(s, profile_task, tasks))
+            return -1;
+        s->prof_have_log = 1;
+        for (int64_t k = 0; k < n; k++)
+            sum += s->prof_v[k];
+        if (sum / (double)n < target)
             lo = mid;
         else
             hi = mid;
     }
-    for (int k = 0; k < n; k++) {
-        double v = exp(0.5 * (lo + hi) - alpha * log((double)(k + 1)));
-        p[k] = v < P_MIN ? P_MIN : v > P_MAX ? P_MAX : v;
-    }
+    s->prof_mid = 0.5 * (lo + hi);
+    if (run_pieces(s, profile_task, tasks))
+        return -1;
+    memcpy(s->p_sorted, s->prof_v, (size_t)n * sizeof *s->p_sorted);
+    return 0;
 }
 
 /* This layer's probabilities: the profile's ranks shuffled over the ids. */
@@ -737,23 +773,31 @@ static double phi(double x)
 
 /* Solve mean_t Phi(beta_r / rho_t) = p_r for every neuron, by inverting a
  * table of the (increasing) left side. */
+/* P[m] of the table, PIECE/8 points a task (each is 32 erfc). */
+static void beta_table_task(mk *s, int64_t task)
+{
+    const int per = PIECE / 8;
+    const int m1 = (int)((task + 1) * per < BETA_GRID + 1 ? (task + 1) * per : BETA_GRID + 1);
+    for (int m = (int)task * per; m < m1; m++) {
+        double b = -s->beta_lim + s->beta_step * m, sum = 0;
+        for (int t = 0; t < CALIB_T; t++)
+            sum += phi(b / s->rho[t]);
+        s->beta_P[m] = sum / CALIB_T;
+    }
+}
+
 static int solve_beta(mk *s, const double *rho)
 {
     double rmax = 0;
     for (int t = 0; t < CALIB_T; t++)
         rmax = rho[t] > rmax ? rho[t] : rmax;
-    double *P = malloc((BETA_GRID + 1) * sizeof *P);
-    if (!P) {
-        hc_set_error("mkmodel: out of memory");
-        return -1;
-    }
+    const double *P = s->beta_P;
     const double lim = 10.0 * rmax, step = 2.0 * lim / BETA_GRID;
-    for (int m = 0; m <= BETA_GRID; m++) {
-        double b = -lim + step * m, sum = 0;
-        for (int t = 0; t < CALIB_T; t++)
-            sum += phi(b / rho[t]);
-        P[m] = sum / CALIB_T;
-    }
+    memcpy(s->rho, rho, sizeof s->rho);
+    s->beta_lim = lim;
+    s->beta_step = step;
+    if (run_pieces(s, beta_table_task, (BETA_GRID + 1 + PIECE / 8 - 1) / (PIECE / 8)))
+        return -1;
     for (int r = 0; r < s->ff; r++) {
         double target = s->p_layer[r];
         int lo = 0, hi = BETA_GRID; /* P[lo] <= target <= P[hi] */
@@ -767,7 +811,6 @@ static int solve_beta(mk *s, const double *rho)
         double f = P[hi] > P[lo] ? (target - P[lo]) / (P[hi] - P[lo]) : 0.5;
         s->beta[r] = (float)(-lim + step * (lo + f));
     }
-    free(P);
     return 0;
 }
 
@@ -856,15 +899,6 @@ static void attn_task(mk *s, int64_t tk)
 {
     hc_scalar_attention(s->q + tk * s->n, s->kk, s->vv, s->att + tk * s->n, 1, s->pos + tk,
                         s->p->n_head, s->p->n_head_kv, s->hd, 1.0f / sqrtf((float)s->hd));
-}
-
-/* Runs fn(0..n_tasks-1) on the pool. */
-static int run_pieces(mk *s, void (*fn)(mk *s, int64_t task), int64_t n_tasks)
-{
-    run r;
-    run_init(&r, s);
-    run_fn(&r, fn, n_tasks);
-    return run_exec(&r);
 }
 
 /* Layer il.  `first` holds what the file has before the layer's attention
@@ -1170,6 +1204,9 @@ static void mk_free(mk *s)
     free(s->a);
     free(s->group);
     free(s->beta);
+    free(s->prof_log);
+    free(s->prof_v);
+    free(s->beta_P);
     free(s->x);
     free(s->xn);
     free(s->q);
@@ -1219,6 +1256,9 @@ static int mk_init(mk *s, const hc_mkmodel_params *p)
     s->a = malloc(n * sizeof(float));
     s->group = malloc(n * sizeof *s->group);
     s->beta = malloc(ff * sizeof(float));
+    s->prof_log = malloc(ff * sizeof(double));
+    s->prof_v = malloc(ff * sizeof(double));
+    s->beta_P = malloc((BETA_GRID + 1) * sizeof(double));
     s->x = calloc(T * n, sizeof(float));
     s->xn = calloc(T * n, sizeof(float));
     s->q = calloc(T * n, sizeof(float));
@@ -1233,7 +1273,7 @@ static int mk_init(mk *s, const hc_mkmodel_params *p)
     s->deq[0] = malloc((size_t)s->down_rows * n * sizeof(float));
     s->deq[1] = malloc((size_t)s->down_rows * n * sizeof(float));
     s->scratch = calloc((size_t)s->n_threads, sizeof *s->scratch);
-    int ok = s->p_sorted && s->p_layer && s->w_attn && s->w_ffn && s->a && s->group &&
+    int ok = s->prof_log && s->prof_v && s->beta_P && s->p_sorted && s->p_layer && s->w_attn && s->w_ffn && s->a && s->group &&
              s->beta && s->x && s->xn && s->q && s->att && s->o && s->kk && s->vv && s->z &&
              s->u && s->h && s->pool && s->deq[0] && s->deq[1] && s->scratch;
     for (int i = 0; ok && i < s->n_threads; i++) {
@@ -1248,7 +1288,8 @@ static int mk_init(mk *s, const hc_mkmodel_params *p)
     s->group[0] = 0;
     for (int i = 1; i < s->n; i++)
         s->group[i] = 1 + (int32_t)((int64_t)(i - 1) * (s->k - 1) / (s->n - 1));
-    design_profile(s->p_sorted, s->ff, p->alpha, 1.0 - (double)p->sparsity);
+    if (design_profile(s, p->alpha, 1.0 - (double)p->sparsity))
+        return -1;
     /* Calibration sequence: BOS, then ordinary pieces. */
     rng g = rng_for(s->seed, GLOBAL_LAYER, T_CALIB, 0);
     for (int t = 0; t < CALIB_T; t++) {
