@@ -53,12 +53,16 @@ static void quantize_q4_0(const float *src, uint8_t *row, int64_t cols)
         const float *x = src + b * HC_QK4_0;
         uint8_t *blk = row + b * HC_Q4_0_BLOCK_BYTES;
         float amax = block_amax(x, HC_QK4_0), max = 0.0f;
-        if (amax > 0.0f)
-            for (int j = 0; j < HC_QK4_0; j++)
-                if (fabsf(x[j]) == amax) {
-                    max = x[j];
-                    break;
-                }
+        if (amax > 0.0f) {
+            /* the first element whose magnitude is amax */
+            const __m128 mask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff)), va = _mm_set1_ps(amax);
+            unsigned hit = 0;
+            for (int k = 0; k < 8; k++)
+                hit |= (unsigned)_mm_movemask_ps(
+                           _mm_cmpeq_ps(_mm_and_ps(_mm_loadu_ps(x + 4 * k), mask), va))
+                       << (4 * k);
+            max = x[__builtin_ctz(hit)];
+        }
         float d = max / -8.0f;
         uint16_t dh = hc_scalar_fp32_to_fp16(d);
         memcpy(blk, &dh, 2);
