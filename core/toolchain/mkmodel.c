@@ -162,9 +162,13 @@ static double uniform01(rng *g)
 static float gauss4(rng *g)
 {
     uint64_t v = next64(g);
-    uint32_t sum = (uint32_t)(v & 0xffff) + (uint32_t)(v >> 16 & 0xffff) +
-                   (uint32_t)(v >> 32 & 0xffff) + (uint32_t)(v >> 48) + 2u;
-    return ((float)sum * (1.0f / 65536.0f) - 2.0f) * 1.7320508f;
+    /* The four fields summed as two pairs in one word.  The value is
+     * ((sum + 2) / 65536 - 2) * 1.7320508f as first written: the subtraction
+     * is exact, and scaling by 2^-16 commutes with the rounding (the
+     * product is 0 or far from subnormal), so these are the same bits. */
+    uint64_t w = (v & 0x0000ffff0000ffffull) + (v >> 16 & 0x0000ffff0000ffffull);
+    int32_t sum = (int32_t)((uint32_t)w + (uint32_t)(w >> 32)) + 2 - 131072;
+    return (float)sum * (1.7320508f * 0x1p-16f);
 }
 
 /* ---- presets and parameters --------------------------------------------------- */
