@@ -981,6 +981,40 @@ START_TEST(test_kernels_match_ref)
 }
 END_TEST
 
+/* ---- a file past the writeback step (output_file.c starts the disk
+ * writing every 64 MiB of a temporary file): its bytes are all there ---- */
+START_TEST(test_large_file_writeback)
+{
+    enum { CHUNK = 1 << 20, N_CHUNKS = 140 }; /* 140 MiB: two writeback steps */
+    const char *path = tmp("large.gguf");
+    unlink(path);
+    uint64_t ne[2] = {CHUNK / 4, N_CHUNKS};
+    uint32_t *buf = malloc(CHUNK);
+    ck_assert(buf != NULL);
+    char err[512] = "";
+    hc_gguf_writer *w = hc_gguf_writer_new("GGUF", 3, 32);
+    ck_assert(w && hc_gguf_writer_add_tensor(w, "big", 2, ne, HC_TYPE_F32) == 0);
+    ck_assert_msg(hc_gguf_writer_begin(w, path, err, sizeof err) == 0, "%s", err);
+    for (uint32_t c = 0; c < N_CHUNKS; c++) {
+        for (uint32_t i = 0; i < CHUNK / 4; i++)
+            buf[i] = c * (CHUNK / 4) + i;
+        ck_assert_msg(hc_gguf_writer_write_data(w, buf, CHUNK, err, sizeof err) == 0, "%s", err);
+    }
+    ck_assert_msg(hc_gguf_writer_finish(w, err, sizeof err) == 0, "%s", err);
+    hc_gguf_writer_free(w);
+    free(buf);
+    hc_gguf *g = open_ok(path);
+    const hc_gguf_tensor *t = hc_gguf_find_tensor(g, "big");
+    ck_assert(t != NULL);
+    const uint32_t *d = t->data;
+    for (uint64_t i = 0; i < (uint64_t)N_CHUNKS * (CHUNK / 4); i++)
+        if (d[i] != (uint32_t)i)
+            ck_abort_msg("element %llu is %u", (unsigned long long)i, d[i]);
+    hc_gguf_close(g);
+    unlink(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("mkmodel");
@@ -1000,6 +1034,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_cli);
     tcase_add_test(tc, test_threads_keep_bytes);
     tcase_add_test(tc, test_kernels_match_ref);
+    tcase_add_test(tc, test_large_file_writeback);
     suite_add_tcase(s, tc);
     return s;
 }
