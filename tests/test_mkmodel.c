@@ -43,6 +43,7 @@
 #include "hotcold/toolchain.h"
 #include "ref/ref.h"
 #include "runtime/tokenizer.h"
+#include "toolchain/mkmodel_kernels.h"
 #include "test_util.h"
 
 #define BIAS_C 4.0f /* the bias channel value mkmodel documents */
@@ -843,6 +844,177 @@ START_TEST(test_cli)
 }
 END_TEST
 
+/* ---- same bytes as before, for any thread count ------------------------------- */
+static uint64_t file_fnv1a(const char *path)
+{
+    size_t len;
+    char *p = hc_test_read_file(path, &len);
+    ck_assert(p != NULL);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+    free(p);
+    return h;
+}
+
+/* FNV-1a 64 hashes of the files `hotcold mkmodel` wrote at 8e253a9 (one
+ * thread per step, core/ref's quantizers): the faster generator must keep
+ * every byte.  A: down_t spans several decode blocks (64 x 70000) and each
+ * matrix many tasks; B: rows that are no multiple of 8 or 32 (dot tails,
+ * F16 fallback of a q8_0 file). */
+START_TEST(test_threads_keep_bytes)
+{
+    static const struct {
+        const char *shape;
+        uint64_t fnv;
+    } cases[] = {
+        {"--n-embd 64 --n-ff 70000 --n-layer 2 --n-head 4 --n-vocab 300 --type q4_0 --seed 5",
+         0x3109c31b1b895f7bull},
+        {"--n-embd 100 --n-ff 70 --n-layer 2 --n-head 5 --n-vocab 300 --type q8_0 --seed 5",
+         0x64963bf63e96da56ull},
+    };
+    char out[2048], args[4096];
+    snprintf(out, sizeof out, "%s", tmp("threads.gguf"));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int t = 1; t <= 3; t += 2) {
+            snprintf(args, sizeof args, "-q --force -o '%s' %s -t %d", out, cases[i].shape, t);
+            ck_assert_int_eq(run_cli(args), 0);
+            uint64_t h = file_fnv1a(out);
+            ck_assert_msg(h == cases[i].fnv, "%s -t %d: file hash %016llx, expected %016llx",
+                          cases[i].shape, t, (unsigned long long)h,
+                          (unsigned long long)cases[i].fnv);
+        }
+    unlink(out);
+}
+END_TEST
+
+/* ---- the fast kernels against core/ref ---------------------------------------- */
+static float rand_float(int kind)
+{
+    float u = (float)rand_u32() / 4294967296.0f * 2.0f - 1.0f;
+    switch (kind) {
+    case 0: return u * 3.0f;
+    case 1: return u * 1e-6f;                   /* small blocks: tiny d */
+    case 2: return u * 70000.0f;                /* past F16's range */
+    case 3: return (float)((int)(u * 8.0f));    /* ties of magnitude, zeros */
+    case 4: return u < 0 ? -0.0f : 0.0f;        /* all-zero blocks, signed */
+    default: return u * 1e-40f;                 /* subnormal floats */
+    }
+}
+
+/* The dot mkmodel's design specifies: 8 partial sums over i = 8m + j, the
+ * tail into sum 0, then ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7)). */
+static float spec_dot(const float *a, const float *b, int64_t n)
+{
+    float s[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            s[j] += a[i + j] * b[i + j];
+    for (; i < n; i++)
+        s[0] += a[i] * b[i];
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+START_TEST(test_kernels_match_ref)
+{
+    static const hc_type types[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0};
+    enum { COLS = 256, ROUNDS = 600 };
+    float x[COLS], y1[COLS], y2[COLS];
+    uint8_t r1[COLS * 4], r2[COLS * 4];
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (int round = 0; round < ROUNDS; round++) {
+            const hc_type t = types[ti];
+            int kind = round % 6;
+            for (int i = 0; i < COLS; i++)
+                x[i] = rand_float(kind == 3 && i % 5 == 0 ? 0 : kind);
+            if (round % 7 == 0) /* equal magnitudes of both signs first */
+                x[3] = -(x[5] = 7.0f);
+            size_t bytes = hc_type_row_size(t, COLS);
+            memset(r1, 0xaa, sizeof r1);
+            memset(r2, 0x55, sizeof r2);
+            hc_scalar_quantize_row(t, x, r1, COLS);
+            hc_mk_quantize_row(t, x, r2, COLS);
+            ck_assert_msg(!memcmp(r1, r2, bytes), "%s round %d: encodings differ",
+                          hc_type_name(t), round);
+            hc_scalar_dequantize_row(t, r1, y1, COLS);
+            hc_mk_dequantize_row(t, r1, y2, COLS);
+            ck_assert_msg(!memcmp(y1, y2, sizeof y1), "%s round %d: decodings differ",
+                          hc_type_name(t), round);
+        }
+    /* F16: every half's neighbourhood, halfway points included. */
+    for (uint32_t h = 0; h < 0x7c00; h += 7) {
+        float v = hc_scalar_fp16_to_fp32((uint16_t)h), w[8];
+        uint32_t bits;
+        memcpy(&bits, &v, 4);
+        for (int k = 0; k < 8; k++) {
+            uint32_t b = bits + (uint32_t)(k - 4) * 0x1000u;
+            memcpy(&w[k], &b, 4);
+            w[k] = k % 2 ? -w[k] : w[k];
+        }
+        hc_scalar_quantize_row(HC_TYPE_F16, w, r1, 8);
+        hc_mk_quantize_row(HC_TYPE_F16, w, r2, 8);
+        ck_assert_msg(!memcmp(r1, r2, 16), "F16 near half 0x%04x", h);
+    }
+    /* Dots: any length, any number of inputs. */
+    enum { MAXC = 77, NIN = 7 };
+    float a[MAXC], in[NIN * MAXC], res[NIN * 3];
+    for (int cols = 1; cols <= MAXC; cols += 4)
+        for (int n_in = 1; n_in <= NIN; n_in++) {
+            for (int i = 0; i < MAXC; i++)
+                a[i] = rand_float(0);
+            for (int i = 0; i < NIN * MAXC; i++)
+                in[i] = rand_float(0);
+            hc_mk_dots(a, in, cols, n_in, res, 3);
+            for (int k = 0; k < n_in; k++) {
+                float want = spec_dot(a, in + k * cols, cols);
+                ck_assert_msg(!memcmp(&res[k * 3], &want, 4), "dot cols %d input %d", cols, k);
+            }
+            float o1[MAXC], o2[MAXC];
+            memcpy(o1, in, sizeof o1);
+            memcpy(o2, in, sizeof o2);
+            hc_mk_axpy(o1, a[0], in + MAXC, cols);
+            for (int c = 0; c < cols; c++)
+                o2[c] += a[0] * in[MAXC + c];
+            ck_assert_msg(!memcmp(o1, o2, (size_t)cols * 4), "axpy cols %d", cols);
+        }
+}
+END_TEST
+
+/* ---- a file past the writeback step (output_file.c starts the disk
+ * writing every 64 MiB of a temporary file): its bytes are all there ---- */
+START_TEST(test_large_file_writeback)
+{
+    enum { CHUNK = 1 << 20, N_CHUNKS = 140 }; /* 140 MiB: two writeback steps */
+    const char *path = tmp("large.gguf");
+    unlink(path);
+    uint64_t ne[2] = {CHUNK / 4, N_CHUNKS};
+    uint32_t *buf = malloc(CHUNK);
+    ck_assert(buf != NULL);
+    char err[512] = "";
+    hc_gguf_writer *w = hc_gguf_writer_new("GGUF", 3, 32);
+    ck_assert(w && hc_gguf_writer_add_tensor(w, "big", 2, ne, HC_TYPE_F32) == 0);
+    ck_assert_msg(hc_gguf_writer_begin(w, path, err, sizeof err) == 0, "%s", err);
+    for (uint32_t c = 0; c < N_CHUNKS; c++) {
+        for (uint32_t i = 0; i < CHUNK / 4; i++)
+            buf[i] = c * (CHUNK / 4) + i;
+        ck_assert_msg(hc_gguf_writer_write_data(w, buf, CHUNK, err, sizeof err) == 0, "%s", err);
+    }
+    ck_assert_msg(hc_gguf_writer_finish(w, err, sizeof err) == 0, "%s", err);
+    hc_gguf_writer_free(w);
+    free(buf);
+    hc_gguf *g = open_ok(path);
+    const hc_gguf_tensor *t = hc_gguf_find_tensor(g, "big");
+    ck_assert(t != NULL);
+    const uint32_t *d = t->data;
+    for (uint64_t i = 0; i < (uint64_t)N_CHUNKS * (CHUNK / 4); i++)
+        if (d[i] != (uint32_t)i)
+            ck_abort_msg("element %llu is %u", (unsigned long long)i, d[i]);
+    hc_gguf_close(g);
+    unlink(path);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("mkmodel");
@@ -860,6 +1032,9 @@ static Suite *suite(void)
     tcase_add_test(tc, test_bad_params);
     tcase_add_test(tc, test_presets);
     tcase_add_test(tc, test_cli);
+    tcase_add_test(tc, test_threads_keep_bytes);
+    tcase_add_test(tc, test_kernels_match_ref);
+    tcase_add_test(tc, test_large_file_writeback);
     suite_add_tcase(s, tc);
     return s;
 }

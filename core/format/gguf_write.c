@@ -451,6 +451,7 @@ static int out_bytes(hc_gguf_writer *w, const void *p, uint64_t n, char *err, si
         w->state = W_FAILED;
         return wfail(err, errlen, "%s: write failed: %s", w->path, strerror(errno));
     }
+    hc_output_wrote(&w->out, n);
     return 0;
 }
 

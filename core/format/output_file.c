@@ -154,6 +154,23 @@ int hc_output_open(hc_output_file *o, const char *path, int replace)
     return 0;
 }
 
+#define WRITEBACK_STEP (64u << 20)
+
+void hc_output_wrote(hc_output_file *o, uint64_t n)
+{
+    o->written += n;
+    if (!o->tmp || !o->f || o->written - o->kicked < WRITEBACK_STEP)
+        return;
+#ifdef SYNC_FILE_RANGE_WRITE
+    /* A failure here only loses the head start; write errors still show at
+     * commit (ferror, fsync). */
+    if (fflush(o->f) == 0)
+        (void)sync_file_range(fileno(o->f), (off_t)o->kicked, (off_t)(o->written - o->kicked),
+                              SYNC_FILE_RANGE_WRITE);
+#endif
+    o->kicked = o->written;
+}
+
 int hc_output_commit(hc_output_file *o)
 {
     FILE *f = o->f;

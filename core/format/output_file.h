@@ -22,6 +22,7 @@
 #ifndef HC_CORE_OUTPUT_FILE_H
 #define HC_CORE_OUTPUT_FILE_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "hotcold/toolchain.h" /* hc_output_check */
@@ -30,6 +31,7 @@ typedef struct hc_output_file {
     char *target; /* the file that gets the data: OUT, or what its link names */
     char *tmp;    /* the temporary file renamed over target; NULL: target is written directly */
     FILE *f;      /* NULL when closed */
+    uint64_t written, kicked; /* bytes written; bytes whose writeback has been started */
 } hc_output_file;
 
 /* hc_output_check(path, replace), whether the rules let `path` be written,
@@ -43,6 +45,13 @@ int hc_output_open(hc_output_file *o, const char *path, int replace);
 /* Finish: flush to disk (regular files), close, rename into place.  0, or
  * -1 with hc_last_error() set and the temporary file removed. */
 int hc_output_commit(hc_output_file *o);
+
+/* A writer wrote n more bytes to o->f.  For a temporary file, every 64 MiB
+ * this starts the kernel writing them to disk (Linux: sync_file_range,
+ * without waiting), so the fsync at commit finds little left: a file
+ * written faster than the disk no longer waits for all of itself at the
+ * end. */
+void hc_output_wrote(hc_output_file *o, uint64_t n);
 
 /* Give up: close and remove the temporary file.  Safe on a zeroed record
  * and after hc_output_commit(). */

@@ -346,7 +346,8 @@ typedef struct hc_mkmodel_params {
     int predictor_rank; /* H = rows of fc1 (even); 0 = hc_mkmodel_default_rank() */
     uint64_t seed;
     float threshold;    /* written as powerinfer.sparse_threshold */
-    int n_threads;      /* 0 = all cores; never changes the output */
+    int n_threads;      /* 0 = all cores; the calling thread is one of them (it also
+                           writes the file, in order); never changes the output */
     int force;          /* replace an existing output file */
     const char *name;   /* general.name; NULL = derived from the shape */
 } hc_mkmodel_params;
@@ -371,8 +372,9 @@ HC_API int hc_mkmodel_check(const hc_mkmodel_params *p);
  * section, metadata estimated from above).  0 if the parameters are bad. */
 HC_API uint64_t hc_mkmodel_file_size(const hc_mkmodel_params *p);
 
-/* Called after each block of rows: `done` of `total` tensor data bytes are
- * written, the last block belonged to `tensor`.  Return nonzero to cancel
+/* Called after each block of rows, on the thread that called
+ * hc_mkmodel_write: `done` of `total` tensor data bytes are written, the
+ * last block belonged to `tensor`.  Return nonzero to cancel
  * (hc_mkmodel_write then fails with "cancelled" and removes its output). */
 typedef int (*hc_mkmodel_progress_fn)(void *user, uint64_t done, uint64_t total,
                                       const char *tensor);

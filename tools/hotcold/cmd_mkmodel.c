@@ -78,9 +78,10 @@ static int on_progress(void *user, uint64_t done, uint64_t total, const char *te
         return 0;
     ps->last_print = now;
     ps->last_pct = pct;
-    double mb = (double)done / 1e6;
-    fprintf(stderr, "%s[%3d%%] %9.1f / %.1f MB  %7.1f MB/s  %s%s", ps->tty ? "\r\033[K" : "",
-            pct, mb, (double)total / 1e6, dt > 0 ? mb / dt : 0.0, tensor,
+    double mb = (double)done / 1e6, rate = dt > 0 ? mb / dt : 0.0;
+    double eta = rate > 0 ? ((double)total / 1e6 - mb) / rate : 0.0;
+    fprintf(stderr, "%s[%3d%%] %9.1f / %.1f MB  %7.1f MB/s  ETA %4.0f s  %s%s",
+            ps->tty ? "\r\033[K" : "", pct, mb, (double)total / 1e6, rate, eta, tensor,
             ps->tty && done < total ? "" : "\n");
     return 0;
 }
