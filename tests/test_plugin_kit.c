@@ -192,6 +192,40 @@ START_TEST(host_helpers)
 }
 END_TEST
 
+/* The memory-limit knobs: a decimal count of bytes, or nothing. */
+START_TEST(env_bytes)
+{
+    static const struct {
+        const char *value; /* NULL: unset */
+        int rc;
+        uint64_t out;
+    } cases[] = {
+        {NULL, 0, UINT64_MAX},
+        {"", 0, UINT64_MAX},
+        {"0", 1, 0},
+        {"4000000", 1, 4000000},
+        {"18446744073709551615", 1, UINT64_MAX},
+        {"18446744073709551616", -1, UINT64_MAX}, /* 2^64 */
+        {"-1", -1, UINT64_MAX},
+        {"+5", -1, UINT64_MAX},
+        {" 5", -1, UINT64_MAX},
+        {"12x", -1, UINT64_MAX},
+        {"1e9", -1, UINT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].value)
+            setenv("HC_KIT_TEST_BYTES", cases[i].value, 1);
+        else
+            unsetenv("HC_KIT_TEST_BYTES");
+        uint64_t out = 7;
+        int rc = hc_kit_env_bytes("HC_KIT_TEST_BYTES", &out);
+        ck_assert_msg(rc == cases[i].rc && out == cases[i].out, "'%s': rc %d, out %llu",
+                      cases[i].value ? cases[i].value : "(unset)", rc, (unsigned long long)out);
+    }
+    unsetenv("HC_KIT_TEST_BYTES");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plugin_kit");
@@ -201,6 +235,7 @@ int main(void)
     tcase_add_test(tc, check_messages);
     tcase_add_test(tc, weights);
     tcase_add_test(tc, host_helpers);
+    tcase_add_test(tc, env_bytes);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -22,10 +22,12 @@
 #ifndef HOTCOLD_PLUGIN_KIT_H
 #define HOTCOLD_PLUGIN_KIT_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hotcold/plugin.h"
@@ -143,6 +145,30 @@ static inline void hc_kit_device_info_copy(hc_device_info *out, const hc_device_
     hc_device_info copy = *info;
     copy.size = n;
     memcpy(out, &copy, n);
+}
+
+/* ---- environment knobs ----------------------------------------------------- */
+
+/* A count of bytes from environment variable `name` (a knob such as
+ * HOTCOLD_VULKAN_MEMORY_LIMIT): 1 with *out the value; 0 when it is unset or
+ * empty, -1 when it is not a decimal number that fits 64 bits (a sign, a
+ * suffix, too many digits), both with *out = UINT64_MAX (no limit). */
+static inline int hc_kit_env_bytes(const char *name, uint64_t *out)
+{
+    const char *env = getenv(name);
+    char *end = NULL;
+
+    *out = UINT64_MAX;
+    if (!env || !*env)
+        return 0;
+    if (*env < '0' || *env > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(env, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = (uint64_t)v;
+    return 1;
 }
 
 /* ---- sizes ----------------------------------------------------------------- */

@@ -13,7 +13,6 @@
  * no limit; not a number: ignored, with a warning.  0 is a valid limit: no
  * buffer fits.
  */
-#include <errno.h>
 #include <stdlib.h>
 
 #include "cuda_plugin.h"
@@ -22,19 +21,12 @@ typedef unsigned long long ull;
 
 uint64_t hc_cu_memory_limit(hc_plugin_ctx *ctx)
 {
-    const char *env = getenv("HOTCOLD_CUDA_MEMORY_LIMIT");
-    char *end = NULL;
-
-    if (!env || !*env)
-        return UINT64_MAX;
-    errno = 0;
-    unsigned long long v = strtoull(env, &end, 10);
-    if (errno || end == env || *end || *env == '-') {
-        hc_cu_log(ctx, HC_LOG_WARN,
-                  "cuda: HOTCOLD_CUDA_MEMORY_LIMIT=%s is not a number of bytes (ignored)", env);
-        return UINT64_MAX;
-    }
-    return (uint64_t)v;
+    static const char var[] = "HOTCOLD_CUDA_MEMORY_LIMIT";
+    uint64_t limit;
+    if (hc_kit_env_bytes(var, &limit) < 0)
+        hc_cu_log(ctx, HC_LOG_WARN, "cuda: %s=%s is not a number of bytes (ignored)", var,
+                  getenv(var));
+    return limit;
 }
 
 /* Counts `bytes` against the device's limit; 0 if they do not fit. */

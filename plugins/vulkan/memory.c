@@ -21,7 +21,6 @@
  * and device_info reads it again.  Unset or empty: no limit; not a number:
  * ignored, with a warning.  0 is a valid limit: no device buffer fits.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,19 +94,12 @@ int hc_vk_pick_staging_memory(const hc_vk_physdev *d, uint32_t type_bits)
 
 uint64_t hc_vk_memory_limit(hc_plugin_ctx *ctx)
 {
-    const char *env = getenv("HOTCOLD_VULKAN_MEMORY_LIMIT");
-    char *end = NULL;
-
-    if (!env || !*env)
-        return UINT64_MAX;
-    errno = 0;
-    unsigned long long v = strtoull(env, &end, 10);
-    if (errno || end == env || *end || *env == '-') {
-        hc_vk_log(ctx, HC_LOG_WARN,
-                  "vulkan: HOTCOLD_VULKAN_MEMORY_LIMIT=%s is not a number of bytes (ignored)", env);
-        return UINT64_MAX;
-    }
-    return (uint64_t)v;
+    static const char var[] = "HOTCOLD_VULKAN_MEMORY_LIMIT";
+    uint64_t limit;
+    if (hc_kit_env_bytes(var, &limit) < 0)
+        hc_vk_log(ctx, HC_LOG_WARN, "vulkan: %s=%s is not a number of bytes (ignored)", var,
+                  getenv(var));
+    return limit;
 }
 
 /* Counts `bytes` against the device's limit; 0 if they do not fit. */
