@@ -24,7 +24,9 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HC_MK_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 #endif
 
 #ifdef HC_MK_X86
@@ -193,9 +195,25 @@ __attribute__((target("avx,f16c"))) static void from_f16_f16c(const uint8_t *row
     }
 }
 
+/* AVX and F16C, with the OS saving YMM state: CPUID.1:ECX bits 27
+ * (OSXSAVE), 28 (AVX), 29 (F16C) and XCR0 bits 1-2.  Read from CPUID, as
+ * clang 14's __builtin_cpu_supports has no "f16c"; once, since CPUID traps
+ * to the hypervisor on a VM. */
 static int have_f16c(void)
 {
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    static atomic_int known = -1;
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v >= 0)
+        return v;
+    unsigned a, b, c, d;
+    v = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) && (c >> 27 & 7u) == 7u) {
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        v = (lo & 6u) == 6u;
+    }
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+    return v;
 }
 #endif /* HC_MK_X86 */
 
