@@ -16,7 +16,8 @@
  * listed rows (unlisted entries may hold anything, even nan).
  *
  * Bindings: W = Wt (windows), A = h (n x rows F32), B = idx (int32),
- * C = y (n x cols F32), D = partials (n_slices x n x cols F32).
+ * C = y (n x cols F32), D = partials (n_slices x n x cols F32), E = the
+ * list length (counted: axpy_rows_counted slices by it, below).
  */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -27,26 +28,58 @@ layout(std430, set = 0, binding = 2) readonly buffer Idx { int idx[]; };
 layout(std430, set = 0, binding = 3) buffer Y { float y[]; };
 layout(std430, set = 0, binding = 4) buffer D { float part[]; };
 
+/* The slices a list of n entries runs in: the rule of ops_weight.c's
+ * run() (so that a counted call sums in the order of the plain call for
+ * the same length): lists of at least 32 entries in up to 16 slices of at
+ * least 16, none where a token's partials would not fit a binding. */
+void slicing(uint n, out uint n_slices, out uint items)
+{
+    n_slices = 1u;
+    items = n;
+    if (n < 32u)
+        return;
+    n_slices = min(n / 16u, 16u);
+    items = (n + n_slices - 1u) / n_slices;
+    n_slices = (n + items - 1u) / items;
+    if (n_slices > p.slice_fit) {
+        n_slices = 1u;
+        items = n;
+    }
+}
+
 void main()
 {
     const uint blocks = (p.cols + WG - 1u) / WG;
     const uint wi = work_item();
-    const uint slice = p.phase == 1u ? wi / blocks : 0u;
     const uint c = (wi % blocks) * WG + gl_LocalInvocationIndex;
     if (c >= p.cols)
         return; /* no barriers below: a partial workgroup is fine */
-    uint k0 = 0u, k1 = p.n_items;
-    if (p.phase == 1u) {
-        k0 = slice * p.slice_items;
-        k1 = min(k1, k0 + p.slice_items);
+    uint phase = p.phase, n_slices = p.n_slices, slice_items = p.slice_items;
+    const uint len = list_length();
+    if (p.counted != 0u && phase != 0u) {
+        /* Recorded as slices for the longest list: slice for this one. */
+        slicing(len, n_slices, slice_items);
+        if (n_slices == 1u) {
+            if (phase == 1u)
+                return; /* no partials: phase 2 runs the one pass */
+            phase = 0u;
+        }
+    }
+    const uint slice = phase == 1u ? wi / blocks : 0u;
+    if (phase == 1u && slice >= n_slices)
+        return;
+    uint k0 = 0u, k1 = len;
+    if (phase == 1u) {
+        k0 = slice * slice_items;
+        k1 = min(k1, k0 + slice_items);
     }
     for (uint t0 = 0u; t0 < p.n; t0 += TILE) {
         uint tn = min(TILE, p.n - t0);
         float acc[TILE];
         [[unroll]] for (uint j = 0u; j < TILE; j++)
-            acc[j] = j < tn && p.phase != 1u ? y[p.c_off + (t0 + j) * p.cols + c] : 0.0;
-        if (p.phase == 2u) {
-            for (uint s = 0u; s < p.n_slices; s++)
+            acc[j] = j < tn && phase != 1u ? y[p.c_off + (t0 + j) * p.cols + c] : 0.0;
+        if (phase == 2u) {
+            for (uint s = 0u; s < n_slices; s++)
                 [[unroll]] for (uint j = 0u; j < TILE; j++)
                     if (j < tn)
                         acc[j] += part[p.d_off + (s * p.n + t0 + j) * p.cols + c];
@@ -65,7 +98,7 @@ void main()
         }
         [[unroll]] for (uint j = 0u; j < TILE; j++)
             if (j < tn) {
-                if (p.phase == 1u)
+                if (phase == 1u)
                     part[p.d_off + (slice * p.n + t0 + j) * p.cols + c] = acc[j];
                 else
                     y[p.c_off + (t0 + j) * p.cols + c] = acc[j];

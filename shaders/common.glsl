@@ -39,7 +39,8 @@ layout(constant_id = 2) const bool SINGLE_SUBGROUP = false;
  *   binding 0: HC_WINDOWS storage buffers, consecutive windows of the
  *              weight matrix (a matrix larger than maxStorageBufferRange is
  *              split into windows of whole rows; unused ones repeat the
- *              first), binding 1..4: one storage buffer each (A, B, C, D). */
+ *              first), binding 1..5: one storage buffer each (A, B, C, D,
+ *              E; E holds the list length of the counted ops). */
 #define HC_WINDOWS 4
 
 #if !defined(HC_LAYER_OP)
@@ -63,6 +64,10 @@ layout(push_constant) uniform WeightParams {
     uint n_slices;
     uint slice_items;  /* list entries per slice (the last may have fewer) */
     uint d_off;        /* element offset of D, the slices' partial sums */
+    /* The counted ops (matvec_rows_counted, axpy_rows_counted): */
+    uint counted;      /* 1: the list's length is E[e_off], clamped to n_items */
+    uint e_off;
+    uint slice_fit;    /* axpy_rows: at most this many slices fit a binding per token */
 } p;
 #else
 /* Push constants of the layer ops (hc_vk_layer_params on the host); a
@@ -97,3 +102,16 @@ uint work_item()
 {
     return gl_WorkGroupID.y * p.groups_x + gl_WorkGroupID.x;
 }
+
+#if !defined(HC_LAYER_OP)
+layout(std430, set = 0, binding = 5) readonly buffer Count { int count_buf[]; };
+
+/* Entries of the list this call reads: n_items, or for a counted op the
+ * count in E, clamped to [0, n_items] (plugin.h). */
+uint list_length()
+{
+    if (p.counted == 0u)
+        return p.n_items;
+    return uint(clamp(count_buf[p.e_off], 0, int(p.n_items)));
+}
+#endif

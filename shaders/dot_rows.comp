@@ -11,7 +11,7 @@
  * dispatch (or not listed) are never touched.
  *
  * Bindings: W = weights (windows), A = x (n x cols F32), B = idx (int32,
- * matvec_rows), C = y (n x rows F32).
+ * matvec_rows), C = y (n x rows F32), E = the list length (counted).
  */
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -105,7 +105,11 @@ void row_partial(uint win, uint base, uint t0, uint tn, inout float acc[TILE])
 void main()
 {
     uint item = work_item();
+#if defined(HC_OP_MATVEC_ROWS)
+    if (item >= list_length())
+#else
     if (item >= p.n_items)
+#endif
         return; /* the whole workgroup: no barrier is skipped by part of it */
 #if defined(HC_OP_MATVEC_ROWS)
     uint r = uint(idx[p.b_off + item]); /* negative entries wrap high and are skipped */

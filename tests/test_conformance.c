@@ -1882,7 +1882,7 @@ out:
  * the call is checked by every op case (query_cost). */
 static void conf_op_cost(conf_dev *d)
 {
-    for (int op = HC_OP_MATMUL; op <= HC_OP_MATMUL_BATCH; op++) {
+    for (int op = HC_OP_MATMUL; op <= HC_OP_AXPY_ROWS_COUNTED; op++) {
         double c = d->ops->op_cost(d->dev, op, HC_TYPE_F32, 64, 64, 1);
         if (isnan(c))
             conf_fail(d, "op_cost(op %d, F32, 64x64, n 1) is nan", op);
@@ -2140,6 +2140,289 @@ out:
     CONF_TEST_END();
 }
 END_TEST
+
+/* ---- device-side selection (ABI 1.3) ---------------------------------------- */
+
+/* A counted op against its base op on the same device (whose results the
+ * matvec_rows and axpy_rows cases hold to the reference): the list's
+ * n_idx entries are followed by every other row, which a plugin that
+ * ignored the count would compute too, and the count lies in device
+ * memory.  The counted op must give the base op's bits for n_idx = the
+ * count; a count past max_idx is clamped to it, a negative one lists
+ * nothing. */
+static void counted_case(conf_dev *d, int axpy, hc_type t, dbuf *w, const void *wq, int64_t rows,
+                         int64_t cols, int64_t n, list_kind lk, uint64_t seed)
+{
+    const char *op = axpy ? "axpy_rows_counted" : "matvec_rows_counted";
+    char what[160];
+    dbuf a = {0}, yb = {0}, yc = {0}, di = {0}, dc = {0};
+    const int64_t in_len = axpy ? rows : cols, out_len = axpy ? cols : rows;
+    size_t na = (size_t)(n * in_len), ny = (size_t)(n * out_len);
+    float *ha = xmalloc(na * sizeof(float));
+    float *pre = xmalloc(ny * sizeof(float));
+    float *got_b = xmalloc(ny * sizeof(float));
+    float *got_c = xmalloc(ny * sizeof(float));
+    int32_t *idx = xmalloc((size_t)rows * sizeof(int32_t));
+    uint8_t *listed = calloc((size_t)rows, 1);
+    conf_rng r = rng_seed(seed);
+    ck_assert(listed != NULL);
+
+    const int64_t n_idx = make_list(lk, rows, seed, idx), max_idx = rows;
+    for (int64_t k = 0; k < n_idx; k++)
+        listed[idx[k]] = 1;
+    for (int64_t row = 0, k = n_idx; row < rows; row++)
+        if (!listed[row])
+            idx[k++] = (int32_t)row;
+    fill_uniform(&r, ha, na, 1.0f);
+    fill_uniform(&r, pre, ny, 1.0f);
+    if (dbuf_new(d, &a, na * 4, ha) != 0 || dbuf_new(d, &yb, ny * 4, pre) != 0 ||
+        dbuf_new(d, &yc, ny * 4, pre) != 0 || dbuf_new(d, &di, (uint64_t)rows * 4, idx) != 0 ||
+        dbuf_new(d, &dc, 4, NULL) != 0)
+        goto out;
+    /* The count as listed, past the end, negative (the last two once per
+     * shape and type). */
+    const int32_t counts[3] = {(int32_t)n_idx, (int32_t)max_idx + 5, -3};
+    const int n_counts = lk == LIST_P5 ? 3 : 1;
+    for (int ci = 0; ci < n_counts; ci++) {
+        const int32_t cnt = counts[ci];
+        const int64_t k = cnt < 0 ? 0 : cnt > max_idx ? max_idx : cnt;
+        shape_name(what, sizeof what, t, rows, cols, n, LIST_NAMES[lk]);
+        if (ci > 0)
+            snprintf(what + strlen(what), sizeof what - strlen(what), " count %d", (int)cnt);
+        if (dbuf_put(&yb, 0, pre, ny * 4) != 0 || dbuf_put(&yc, 0, pre, ny * 4) != 0 ||
+            dbuf_put(&dc, 0, &cnt, 4) != 0)
+            goto out;
+        double cost = query_cost(d, axpy ? HC_OP_AXPY_ROWS_COUNTED : HC_OP_MATVEC_ROWS_COUNTED, t,
+                                 rows, cols, n);
+        hc_status sb = axpy ? d->ops->axpy_rows(d->st, t, dref(w), rows, cols, dref(&a), n,
+                                                dref(&di), k, dref(&yb))
+                            : d->ops->matvec_rows(d->st, t, dref(w), rows, cols, dref(&a), n,
+                                                  dref(&di), k, dref(&yb));
+        hc_status sc = axpy ? d->ops->axpy_rows_counted(d->st, t, dref(w), rows, cols, dref(&a),
+                                                        n, dref(&di), dref(&dc), max_idx,
+                                                        dref(&yc))
+                            : d->ops->matvec_rows_counted(d->st, t, dref(w), rows, cols, dref(&a),
+                                                          n, dref(&di), dref(&dc), max_idx,
+                                                          dref(&yc));
+        if (sb != HC_OK) {
+            /* The base op refuses this type (Q6_K axpy): so must its counted form. */
+            if (sb == HC_E_UNSUPPORTED && sc == HC_E_UNSUPPORTED && !(cost >= 0)) {
+                hc_test_skip("conf %s %s %s: the base op refuses it, and so does this one",
+                             d->name, op, what);
+                goto out;
+            }
+            conf_fail(d, "%s %s: base op status %d, counted op status %d (%s)", op, what,
+                      (int)sb, (int)sc, plugin_error(d));
+            goto out;
+        }
+        if (!op_accepted(d, sc, cost, what))
+            goto out;
+        CONF_CALL(d, d->ops->stream_sync(d->st));
+        if (dbuf_get(&yb, got_b, 0, ny * 4) != 0 || dbuf_get(&yc, got_c, 0, ny * 4) != 0)
+            goto out;
+        if (!dbuf_guards_ok(&yc, what, "y") || !dbuf_input_ok(&a, ha, what, axpy ? "h" : "x") ||
+            !dbuf_input_ok(&di, idx, what, "idx") || !dbuf_input_ok(&dc, &cnt, what, "count"))
+            goto out;
+        for (size_t i = 0; i < ny; i++)
+            if (memcmp(&got_b[i], &got_c[i], sizeof(float)) != 0) {
+                conf_fail(d, "%s %s: y[%zu] = %a, but the base op with %lld rows gives %a", op,
+                          what, i, got_c[i], (long long)k, got_b[i]);
+                goto out;
+            }
+        if (lk == LIST_P5 || lk == LIST_EMPTY)
+            printf("conf %-28s %-11s %-44s the base op's bits for %lld rows\n", d->name, op, what,
+                   (long long)k);
+    }
+out:
+    dbuf_free(&a);
+    dbuf_free(&yb);
+    dbuf_free(&yc);
+    dbuf_free(&di);
+    dbuf_free(&dc);
+    free(ha);
+    free(pre);
+    free(got_b);
+    free(got_c);
+    free(idx);
+    free(listed);
+}
+
+static void counted_matvec_case(conf_dev *d, hc_type t, dbuf *w, const void *wq, int64_t rows,
+                                int64_t cols, int64_t n, list_kind lk, uint64_t seed)
+{
+    counted_case(d, 0, t, w, wq, rows, cols, n, lk, seed);
+}
+
+static void counted_axpy_case(conf_dev *d, hc_type t, dbuf *w, const void *wq, int64_t rows,
+                              int64_t cols, int64_t n, list_kind lk, uint64_t seed)
+{
+    counted_case(d, 1, t, w, wq, rows, cols, n, lk, seed);
+}
+
+static void conf_matvec_rows_counted(conf_dev *d)
+{
+    run_sparse(d, counted_matvec_case, "matvec_rows_counted");
+}
+
+static void conf_axpy_rows_counted(conf_dev *d)
+{
+    run_sparse(d, counted_axpy_case, "axpy_rows_counted");
+}
+
+#define SELECT_CUT 0.25f
+
+/* Uniform in [0, 1). */
+static float rng_u01(conf_rng *r)
+{
+    return (float)((double)(rng_next(r) >> 11) / 9007199254740992.0);
+}
+
+/* Scores for n_tok tokens of n_rows rows of which about `frac` are active:
+ * an active row passes the cut in one token (exactly at the cut every 7th:
+ * >= counts), every other score is below it, nan (every 11th) or the float
+ * just below the cut (every 13th).  on[r] says which rows are active. */
+static void select_scores(conf_rng *r, float *sc, uint8_t *on, int64_t n_rows, int64_t n_tok,
+                          double frac)
+{
+    for (int64_t row = 0; row < n_rows; row++) {
+        on[row] = frac >= 1.0 || (frac > 0 && rng_u01(r) < frac);
+        const int64_t hit = (int64_t)(rng_next(r) % (uint64_t)n_tok);
+        for (int64_t t = 0; t < n_tok; t++) {
+            float *v = &sc[t * n_rows + row];
+            if (on[row] && t == hit)
+                *v = row % 7 == 0 ? SELECT_CUT : SELECT_CUT + rng_u01(r);
+            else if (row % 11 == 3)
+                *v = NAN;
+            else if (row % 13 == 5)
+                *v = nextafterf(SELECT_CUT, -INFINITY);
+            else
+                *v = SELECT_CUT - 0.001f - rng_u01(r);
+        }
+    }
+}
+
+/* select_rows at one shape, then (when the plugin has it) the chain it
+ * exists for: matvec_rows_counted over the device's own list and count,
+ * held to the reference for the expected list.  The list and the count
+ * must be exact, idx past the count untouched, the inputs unchanged. */
+static void select_case(conf_dev *d, int64_t n_rows, int64_t n_tok, double frac, int use_map,
+                        uint64_t seed)
+{
+    char what[128];
+    dbuf sc = {0}, mp = {0}, di = {0}, dc = {0}, w = {0}, x = {0}, y = {0};
+    const int64_t cols = 32;
+    float *hs = xmalloc((size_t)(n_tok * n_rows) * sizeof(float));
+    int32_t *map = xmalloc((size_t)n_rows * sizeof(int32_t));
+    int32_t *want = xmalloc((size_t)n_rows * sizeof(int32_t));
+    int32_t *got = xmalloc((size_t)n_rows * sizeof(int32_t));
+    int32_t *fill = xmalloc((size_t)n_rows * sizeof(int32_t));
+    uint8_t *on = xmalloc((size_t)n_rows);
+    float *hw = NULL, *hx = NULL, *hy = NULL, *ref = NULL;
+    conf_rng r = rng_seed(seed);
+    int32_t count = -7, n_want = 0, n_map = 0;
+
+    snprintf(what, sizeof what, "%lld rows x%lld %.0f%%%s", (long long)n_rows, (long long)n_tok,
+             100 * frac, use_map ? " mapped" : "");
+    select_scores(&r, hs, on, n_rows, n_tok, frac);
+    /* A GPU's map: every third row is another device's (-1), the others
+     * numbered in order (compact rows). */
+    for (int64_t row = 0; row < n_rows; row++) {
+        map[row] = row % 3 == 1 ? -1 : n_map++;
+        fill[row] = 0x5eed0000 + (int32_t)row;
+        const int32_t v = use_map ? map[row] : (int32_t)row;
+        if (on[row] && v >= 0)
+            want[n_want++] = v;
+    }
+    if (dbuf_new(d, &sc, (uint64_t)(n_tok * n_rows) * 4, hs) != 0 ||
+        dbuf_new(d, &mp, (uint64_t)n_rows * 4, map) != 0 ||
+        dbuf_new(d, &di, (uint64_t)n_rows * 4, fill) != 0 || dbuf_new(d, &dc, 4, &count) != 0)
+        goto out;
+    double cost = query_cost(d, HC_OP_SELECT_ROWS, HC_TYPE_F32, n_rows, 1, n_tok);
+    hc_status s = d->ops->select_rows(d->st, dref(&sc), n_tok, n_rows, SELECT_CUT,
+                                      use_map ? dref(&mp) : (hc_ref){NULL, 0}, dref(&di),
+                                      dref(&dc));
+    if (!op_accepted(d, s, cost, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (dbuf_get(&dc, &count, 0, 4) != 0 || dbuf_get(&di, got, 0, (uint64_t)n_rows * 4) != 0)
+        goto out;
+    if (!dbuf_guards_ok(&di, what, "idx") || !dbuf_guards_ok(&dc, what, "count") ||
+        !dbuf_input_ok(&sc, hs, what, "scores") || !dbuf_input_ok(&mp, map, what, "map"))
+        goto out;
+    if (count != n_want) {
+        conf_fail(d, "select_rows %s: count %d, want %d", what, (int)count, (int)n_want);
+        goto out;
+    }
+    for (int64_t k = 0; k < n_rows; k++) {
+        const int32_t expect = k < n_want ? want[k] : fill[k];
+        if (got[k] != expect) {
+            conf_fail(d, "select_rows %s: idx[%lld] = %d, want %d%s", what, (long long)k,
+                      (int)got[k], (int)expect, k < n_want ? "" : " (past the count: untouched)");
+            goto out;
+        }
+    }
+    printf("conf %-28s %-11s %-44s %d rows listed, exact\n", d->name, "select_rows", what,
+           (int)count);
+    if (!HC_OPS_HAS(d->ops, matvec_rows_counted) || use_map)
+        goto out;
+    /* The chain: y = W x at the rows the device listed, counted by it. */
+    const size_t nw = (size_t)(n_rows * cols), nx = (size_t)(n_tok * cols),
+                 ny = (size_t)(n_tok * n_rows);
+    hw = xmalloc(nw * sizeof(float));
+    hx = xmalloc(nx * sizeof(float));
+    hy = xmalloc(ny * sizeof(float));
+    ref = xmalloc(ny * sizeof(float));
+    fill_uniform(&r, hw, nw, 1.0f);
+    fill_uniform(&r, hx, nx, 1.0f);
+    memset(ref, 0, ny * sizeof(float));
+    if (dbuf_new(d, &w, nw * 4, hw) != 0 || dbuf_new(d, &x, nx * 4, hx) != 0 ||
+        dbuf_new(d, &y, ny * 4, ref) != 0)
+        goto out;
+    s = d->ops->matvec_rows_counted(d->st, HC_TYPE_F32, dref(&w), n_rows, cols, dref(&x), n_tok,
+                                    dref(&di), dref(&dc), n_rows, dref(&y));
+    if (!op_accepted(d, s, COST_UNKNOWN, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (dbuf_get(&y, hy, 0, ny * 4) != 0)
+        goto out;
+    hc_scalar_matvec_rows(HC_TYPE_F32, hw, n_rows, cols, hx, n_tok, want, n_want, ref);
+    double *dref_y = to_double(ref, ny);
+    report(d, "select+mv", worst_slot(HC_TYPE_F32), what, compare(hy, dref_y, ny),
+           bound_for_type(HC_TYPE_F32));
+    free(dref_y);
+out:
+    dbuf_free(&sc);
+    dbuf_free(&mp);
+    dbuf_free(&di);
+    dbuf_free(&dc);
+    dbuf_free(&w);
+    dbuf_free(&x);
+    dbuf_free(&y);
+    free(hs);
+    free(map);
+    free(want);
+    free(got);
+    free(fill);
+    free(on);
+    free(hw);
+    free(hx);
+    free(hy);
+    free(ref);
+}
+
+/* 0%, 5%, 50% and 100% active, one and three tokens, with and without a
+ * map, from one row to an FFN's width. */
+static void conf_select_rows(conf_dev *d)
+{
+    static const int64_t ROWS[] = {1, 7, 256, 1000, 11008};
+    static const double FRACS[] = {0.0, 0.05, 0.5, 1.0};
+    for (size_t ri = 0; ri < sizeof ROWS / sizeof ROWS[0]; ri++)
+        for (int64_t n_tok = 1; n_tok <= 3; n_tok += 2)
+            for (size_t fi = 0; fi < sizeof FRACS / sizeof FRACS[0]; fi++)
+                for (int use_map = 0; use_map < 2; use_map++)
+                    select_case(d, ROWS[ri], n_tok, FRACS[fi], use_map,
+                                900 + 97 * ri + 13 * fi + 5 * (uint64_t)n_tok + (uint64_t)use_map);
+}
 
 /* ---- the cases: one per entry of the table --------------------------------- */
 

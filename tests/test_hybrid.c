@@ -11,6 +11,7 @@
  *    greedy ids as the all-CPU run, in predictor, oracle and dense modes.
  *  - The CPU fallback for ops a plugin lacks (HOTCOLD_DISABLE_OPS) gives
  *    the same ids, and the run reports the fallbacks.
+ *  - All on the GPU, rows chosen there: one wait for the GPU per pass.
  *  - A saved neuron split (gpuidx) is reused on the next load with the same
  *    budget, solved afresh under another; PowerInfer's own index files (I32
  *    as id 18) are read, and an unusable one never stops a run.
@@ -377,6 +378,65 @@ START_TEST(fallback_ops)
     printf("fallback: %llu ops ran on the CPU for the GPU plugin; ids equal\n",
            (unsigned long long)rs.fallback_calls);
     hc_model_free(m);
+}
+END_TEST
+
+/* ---- an all-GPU step without host synchronisation -------------------------
+ * Issue 14 item 4: with every layer on the GPU and a plugin that selects
+ * rows on the device (select_rows, the counted ops), the host waits for the
+ * GPU once per pass (the logits download), not once per layer, and the ids
+ * are the CPU's.  The core's default for a plugin without select_rows
+ * (HOTCOLD_DISABLE_OPS) reads each layer's scores back: same ids, a wait
+ * per layer. */
+static void all_gpu_syncs(int sparse)
+{
+    const char *path = model(SPARSE_MODEL);
+    int32_t bos = 1, want[N_IDS], got[N_IDS];
+    hc_context_run_stats rs;
+    hc_model *m = load(path, "cpu", -1, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, &bos, 1, NULL, N_IDS, want, NULL);
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    hc_model_free(m);
+
+    m = load(path, GPU, 1e12, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert_mem_eq(got, want, sizeof want);
+    ck_assert_msg(rs.gpu_rows > 0 && rs.cpu_rows == 0, "gpu rows %lld, cpu rows %lld",
+                  (long long)rs.gpu_rows, (long long)rs.cpu_rows);
+    ck_assert_msg(rs.gpu_syncs == (uint64_t)rs.passes,
+                  "mode %d: the host waited for the GPU %llu times in %lld passes (want one "
+                  "per pass)",
+                  sparse, (unsigned long long)rs.gpu_syncs, (long long)rs.passes);
+    const double frac = (double)rs.gpu_rows / ((double)rs.tokens * d.n_ff * d.n_layer);
+    hc_model_free(m);
+
+    setenv("HOTCOLD_DISABLE_OPS", "select_rows", 1);
+    m = load(path, GPU, 1e12, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    unsetenv("HOTCOLD_DISABLE_OPS");
+    hc_context_run_stats host;
+    greedy(m, &bos, 1, NULL, N_IDS, got, &host);
+    ck_assert_mem_eq(got, want, sizeof want);
+    ck_assert_int_eq(host.gpu_rows, rs.gpu_rows);
+    ck_assert_msg(host.gpu_syncs > (uint64_t)host.passes,
+                  "selecting on the host took %llu waits in %lld passes",
+                  (unsigned long long)host.gpu_syncs, (long long)host.passes);
+    printf("mode %d all on the GPU: %.1f%% of FFN rows computed, %llu waits for the GPU in %lld "
+           "passes (rows chosen on the host: %llu); ids equal the CPU's\n",
+           sparse, 100 * frac, (unsigned long long)rs.gpu_syncs, (long long)rs.passes,
+           (unsigned long long)host.gpu_syncs);
+    hc_model_free(m);
+}
+
+START_TEST(all_gpu_predictor_syncs)
+{
+    all_gpu_syncs(HC_SPARSE_PREDICTOR);
+}
+END_TEST
+
+START_TEST(all_gpu_oracle_syncs)
+{
+    all_gpu_syncs(HC_SPARSE_ORACLE);
 }
 END_TEST
 
@@ -763,6 +823,8 @@ int main(void)
     tcase_add_test(tc, hybrid_dense);
     tcase_add_test(tc, hybrid_q4_0_logits);
     tcase_add_test(tc, fallback_ops);
+    tcase_add_test(tc, all_gpu_predictor_syncs);
+    tcase_add_test(tc, all_gpu_oracle_syncs);
     tcase_add_test(tc, gpu_index_reused);
     tcase_add_test(tc, q6_k_head_on_gpu);
     tcase_add_test(tc, gpu_index_from_powerinfer);

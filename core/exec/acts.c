@@ -24,7 +24,7 @@ uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A)
         [HC_ACT_ATT] = e,     [HC_ACT_O] = e,    [HC_ACT_PART] = e,
         [HC_ACT_GATE] = ff,   [HC_ACT_UP] = ff,  [HC_ACT_LOGITS] = (uint64_t)hp->n_vocab * F32,
         [HC_ACT_POS] = B * 4, [HC_ACT_PH] = ph,  [HC_ACT_PLOG] = ff,
-        [HC_ACT_IDX] = list,  [HC_ACT_ALL] = list};
+        [HC_ACT_IDX] = list,  [HC_ACT_ALL] = list, [HC_ACT_COUNTS] = (uint64_t)hp->n_layer * 4};
     /* 256-byte alignment keeps every slot friendly to GPU offset rules. */
     uint64_t off = 0;
     for (int i = 0; i < HC_ACT_COUNT; i++) {

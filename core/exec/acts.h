@@ -26,6 +26,7 @@ typedef enum hc_act {
     HC_ACT_PLOG,   /* predictor logits  [n_batch][n_ff]   */
     HC_ACT_IDX,    /* active rows       int32[n_ff]       */
     HC_ACT_ALL,    /* 0..n_ff-1: every row, for dense passes */
+    HC_ACT_COUNTS, /* int32[n_layer]: each layer's active rows, counted on the device */
     HC_ACT_COUNT
 } hc_act;
 
@@ -34,7 +35,7 @@ typedef struct hc_acts {
     hc_buffer *buf;
     union {
         struct {
-            hc_ref x, xn, q, att, o, part, gate, up, logits, pos, ph, plog, idx, all;
+            hc_ref x, xn, q, att, o, part, gate, up, logits, pos, ph, plog, idx, all, counts;
         };
         hc_ref at[HC_ACT_COUNT];
     };

@@ -67,7 +67,10 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
     c->host_idx = malloc((size_t)m->hp.n_ff * sizeof *c->host_idx);
     c->host_mark = malloc((size_t)m->hp.n_ff);
     c->acc = calloc((size_t)m->hp.n_layer, sizeof *c->acc);
-    if (!c->host_x || !c->host_zero || !c->host_gate || !c->host_gidx || !c->host_pos ||
+    c->host_count = calloc((size_t)m->hp.n_layer, sizeof *c->host_count);
+    c->counted = calloc((size_t)m->hp.n_layer, sizeof *c->counted);
+    if (!c->host_count || !c->counted ||
+        !c->host_x || !c->host_zero || !c->host_gate || !c->host_gidx || !c->host_pos ||
         !c->host_plog || !c->host_true || !c->host_idx ||
         !c->host_mark || !c->acc) {
         hc_set_error("out of memory");
@@ -86,6 +89,8 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
         (m->has_gpu && hc_acts_alloc(&c->gpu, &m->hp, c->n_batch, &c->a[HC_ON_GPU])) ||
         alloc_kv(c))
         goto fail;
+    /* The run's waits are the passes' (setting up waited for the uploads). */
+    c->gpu.syncs = 0;
     return c;
 fail:
     hc_context_free(c);
@@ -121,6 +126,8 @@ void hc_context_free(hc_context *c)
     free(c->host_idx);
     free(c->host_mark);
     free(c->acc);
+    free(c->host_count);
+    free(c->counted);
     free(c->host_p);
     free(c->host_h);
     free(c);
@@ -142,12 +149,14 @@ void hc_context_reset(hc_context *c)
     memset(c->acc, 0, (size_t)c->m->hp.n_layer * sizeof *c->acc);
     memset(&c->run, 0, sizeof c->run);
     c->gpu.fallback_calls = 0;
+    c->gpu.syncs = 0;
 }
 
 void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out)
 {
     *out = c->run;
     out->fallback_calls = c->m->has_gpu ? c->gpu.fallback_calls : 0;
+    out->gpu_syncs = c->m->has_gpu ? c->gpu.syncs : 0;
 }
 
 int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out)
@@ -212,6 +221,7 @@ int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits)
             return -1;
         c->n_past += chunk;
         c->run.tokens += chunk;
+        c->run.passes++;
         done += chunk;
     }
     return 0;

@@ -55,6 +55,11 @@ struct hc_context {
         int64_t n_true, n_pred_true, n_pred; /* counts for recall and precision */
     } *acc;
 
+    /* Layers whose rows the GPU chose (exec/sparse_ffn.c): their counts
+     * come down with the pass and are added up once it has ended. */
+    int32_t *host_count;  /* [n_layer] */
+    uint8_t *counted;     /* [n_layer] 1: host_count[il] belongs to this pass */
+
     /* Where the work went (hc_context_run_stats). */
     hc_context_run_stats run;
 
@@ -69,5 +74,9 @@ struct hc_context {
  * model's recipe and, if logits is not NULL, download the last token's
  * logits (exec/forward.c).  Does not advance n_past. */
 int hc_forward(hc_context *c, const int32_t *tokens, int n, float *logits);
+
+/* After a pass has ended: the rows the GPU chose for itself, into the
+ * run's and the layers' statistics (exec/sparse_ffn.c). */
+void hc_sparse_settle(hc_context *c);
 
 #endif /* HC_CORE_CONTEXT_H */

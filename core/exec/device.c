@@ -184,6 +184,7 @@ int hc_dev_download(hc_dev *d, void *dst, hc_ref src, uint64_t bytes)
 
 int hc_dev_sync(hc_dev *d)
 {
+    d->syncs++;
     return check(d, d->ops->stream_sync(d->stream), "stream_sync");
 }
 
@@ -316,4 +317,56 @@ int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, floa
     if (refused(d, st, "glu"))
         return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
     return check(d, st, "glu");
+}
+
+int hc_dev_select_rows(hc_dev *d, hc_ref scores, int64_t n_tok, int64_t n_rows, float cut,
+                       hc_ref map, hc_ref idx, hc_ref count)
+{
+    if (hc_dev_uses(d, HC_OP_SELECT_ROWS)) {
+        hc_status st =
+            d->ops->select_rows(d->stream, scores, n_tok, n_rows, cut, map, idx, count);
+        if (!refused(d, st, "select_rows"))
+            return check(d, st, "select_rows");
+    }
+    return hc_dev_fallback_select_rows(d, scores, n_tok, n_rows, cut, map, idx, count);
+}
+
+int hc_dev_matvec_rows_counted(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols,
+                               hc_ref x, int64_t n, hc_ref idx, hc_ref count, int64_t max_idx,
+                               hc_ref y)
+{
+    int64_t k;
+    if (hc_dev_uses(d, HC_OP_MATVEC_ROWS_COUNTED)) {
+        hc_status st = d->ops->matvec_rows_counted(d->stream, t, w, rows, cols, x, n, idx, count,
+                                                   max_idx, y);
+        if (!refused(d, st, "matvec_rows_counted"))
+            return check(d, st, "matvec_rows_counted");
+    }
+    return hc_dev_read_count(d, count, max_idx, &k) ||
+                   hc_dev_matvec_rows(d, t, w, rows, cols, x, n, idx, k, y)
+               ? -1
+               : 0;
+}
+
+int hc_dev_axpy_rows_counted(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols,
+                             hc_ref h, int64_t n, hc_ref idx, hc_ref count, int64_t max_idx,
+                             hc_ref y)
+{
+    int64_t k;
+    if (hc_dev_uses(d, HC_OP_AXPY_ROWS_COUNTED)) {
+        hc_status st = d->ops->axpy_rows_counted(d->stream, t, wt, rows, cols, h, n, idx, count,
+                                                 max_idx, y);
+        if (!refused(d, st, "axpy_rows_counted"))
+            return check(d, st, "axpy_rows_counted");
+    }
+    return hc_dev_read_count(d, count, max_idx, &k) ||
+                   hc_dev_axpy_rows(d, t, wt, rows, cols, h, n, idx, k, y)
+               ? -1
+               : 0;
+}
+
+int hc_dev_selects_on_device(const hc_dev *d)
+{
+    return hc_dev_uses(d, HC_OP_SELECT_ROWS) && hc_dev_uses(d, HC_OP_MATVEC_ROWS_COUNTED) &&
+           hc_dev_uses(d, HC_OP_AXPY_ROWS_COUNTED);
 }

@@ -40,6 +40,7 @@ typedef struct hc_dev {
     hc_buffer *fb_buf[HC_DEV_FB_SLOTS];
     uint64_t fb_bytes[HC_DEV_FB_SLOTS];
     uint64_t fallback_calls; /* op calls that ran on the host instead */
+    uint64_t syncs;          /* waits of the host for this stream (hc_dev_sync) */
     hc_status last_status;   /* of the last failed call (HC_E_NOMEM: shrink and retry) */
     int borrowed;            /* dev is another hc_dev's (hc_dev_open_stream): not closed here */
 } hc_dev;
@@ -100,6 +101,20 @@ int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_
 int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param);
 int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
 int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
+/* Device-side selection (ABI 1.3).  Without select_rows the core selects
+ * on the host (staged); without a _counted op it reads the count back
+ * (one sync) and calls the base op. */
+int hc_dev_select_rows(hc_dev *d, hc_ref scores, int64_t n_tok, int64_t n_rows, float cut,
+                       hc_ref map, hc_ref idx, hc_ref count);
+int hc_dev_matvec_rows_counted(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols,
+                               hc_ref x, int64_t n, hc_ref idx, hc_ref count, int64_t max_idx,
+                               hc_ref y);
+int hc_dev_axpy_rows_counted(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols,
+                             hc_ref h, int64_t n, hc_ref idx, hc_ref count, int64_t max_idx,
+                             hc_ref y);
+/* Does d select and run the counted ops itself (none staged through the
+ * host)? */
+int hc_dev_selects_on_device(const hc_dev *d);
 
 /* The fallbacks (device_fallback.c): run on d->host, moving the operands.
  * The weight ops move the whole weight down (matmul) or the listed rows
@@ -122,6 +137,11 @@ int hc_dev_fallback_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, floa
 int hc_dev_fallback_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
 int hc_dev_fallback_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n,
                         float shift);
+int hc_dev_fallback_select_rows(hc_dev *d, hc_ref scores, int64_t n_tok, int64_t n_rows,
+                                float cut, hc_ref map, hc_ref idx, hc_ref count);
+/* The count a _counted op would read, clamped to [0, max_idx]: downloaded
+ * (one sync). */
+int hc_dev_read_count(hc_dev *d, hc_ref count, int64_t max_idx, int64_t *out);
 void hc_dev_fallback_free(hc_dev *d);
 
 /* hc_ref arithmetic: r advanced by `bytes`. */

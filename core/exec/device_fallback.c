@@ -384,3 +384,48 @@ int hc_dev_fallback_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_
         return -1;
     return stage_out(d, s, 3);
 }
+
+/* The core's own selection, on the staged scores: the rule of plugin.h's
+ * select_rows, row by row in ascending order. */
+int hc_dev_fallback_select_rows(hc_dev *d, hc_ref scores, int64_t n_tok, int64_t n_rows,
+                                float cut, hc_ref map, hc_ref idx, hc_ref count)
+{
+    uint64_t sb, lb;
+    if (shape_bytes(d, "select_rows", n_tok, n_rows, F32, &sb) ||
+        shape_bytes(d, "select_rows", n_rows, 1, sizeof(int32_t), &lb))
+        return -1;
+    if (n_rows > INT32_MAX) {
+        hc_set_error("%s: select_rows fallback: %lld rows exceed an int32 list", d->label,
+                     (long long)n_rows);
+        return -1;
+    }
+    /* Without a map, the scores stand in for it: staged, never read. */
+    stage s[4] = {{.dev = scores, .bytes = sb, .in = 1},
+                  {.dev = map.buf ? map : scores, .bytes = map.buf ? lb : 0, .in = 1},
+                  {.dev = idx, .bytes = lb, .in = 1, .out = 1},
+                  {.dev = count, .bytes = sizeof(int32_t), .out = 1}};
+    if (stage_in(d, "select_rows", s, 4))
+        return -1;
+    const float *sc = s[0].ptr;
+    const int32_t *mp = map.buf ? s[1].ptr : NULL;
+    int32_t *list = s[2].ptr, k = 0;
+    for (int64_t r = 0; r < n_rows; r++) {
+        int on = 0;
+        for (int64_t t = 0; t < n_tok && !on; t++)
+            on = sc[t * n_rows + r] >= cut;
+        const int32_t v = mp ? mp[r] : (int32_t)r;
+        if (on && v >= 0)
+            list[k++] = v;
+    }
+    *(int32_t *)s[3].ptr = k;
+    return stage_out(d, s, 4);
+}
+
+int hc_dev_read_count(hc_dev *d, hc_ref count, int64_t max_idx, int64_t *out)
+{
+    int32_t k = 0;
+    if (hc_dev_download(d, &k, count, sizeof k) || hc_dev_sync(d))
+        return -1;
+    *out = k < 0 ? 0 : k > max_idx ? max_idx : k;
+    return 0;
+}

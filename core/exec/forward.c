@@ -4,13 +4,17 @@
  */
 #include "exec/context.h"
 
+#include <string.h>
+
 int hc_forward(hc_context *c, const int32_t *tokens, int n, float *logits)
 {
     c->n_tok = n;
+    memset(c->counted, 0, (size_t)c->m->hp.n_layer);
     if (c->m->arch->forward(c, c->m, tokens, n, logits))
         return -1;
     /* The staging buffers and logits are only safe to reuse/read after this. */
-    if (c->m->has_gpu && hc_dev_sync(&c->gpu))
+    if ((c->m->has_gpu && hc_dev_sync(&c->gpu)) || hc_dev_sync(&c->cpu))
         return -1;
-    return hc_dev_sync(&c->cpu);
+    hc_sparse_settle(c);
+    return 0;
 }

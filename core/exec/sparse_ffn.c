@@ -9,6 +9,12 @@
  *           GPU's queued first;
  *   merge   the partial of the device not holding x crosses and is added.
  *
+ * A layer whose every neuron is on the GPU, on a plugin that selects on
+ * the device (ABI 1.3 select_rows and the counted ops), skips the host:
+ * scores, list, count and the sparse products all stay on the GPU, and the
+ * count comes down with the pass's one sync, for the statistics only
+ * (gpu_layer_ffn).
+ *
  * The diagnostics (predictor check, FFN observer) hook in at fixed points
  * (exec/hooks.h).
  */
@@ -247,6 +253,84 @@ static int share_target(hc_context *c, const share *s, int n, hc_ref *y)
     return hc_dev_upload(&c->gpu, *y, c->host_zero, bytes);
 }
 
+/* Can layer l's FFN run with its rows chosen on the GPU?  Every neuron
+ * there (compact row j is neuron j: no map), x and the predictor there,
+ * nothing wanted on the host (the diagnostics read the scores), and a
+ * plugin that does all three ops itself. */
+static int gpu_selects(const hc_context *c, const hc_layer *l)
+{
+    const hc_hparams *hp = &c->m->hp;
+    return c->m->has_gpu && cpu_neurons(c, l) == 0 && l->n_hot == hp->n_ff &&
+           c->x_on == HC_ON_GPU &&
+           (hp->sparse == HC_SPARSE_ORACLE ||
+            (hp->sparse == HC_SPARSE_PREDICTOR && l->pred_gpu == HC_ON_GPU)) &&
+           !c->sparse_check && !c->observer && hc_dev_selects_on_device(&c->gpu);
+}
+
+/* The FFN of a layer wholly on the GPU, rows chosen there: score (the
+ * predictor's logits, or the oracle's gate of every neuron), select_rows
+ * into the list and this layer's count slot, then gate/up of the listed
+ * rows, the activation, and down over them into the residual.  No host
+ * synchronisation: the count is downloaded without waiting and counted by
+ * hc_sparse_settle once the pass has ended. */
+static int gpu_layer_ffn(hc_context *c, const hc_layer *l, int il, const share *g, int n)
+{
+    const hc_hparams *hp = &c->m->hp;
+    const int64_t e = hp->n_embd, rows = g->rows;
+    hc_dev *d = &c->gpu;
+    hc_acts *A = &c->a[HC_ON_GPU];
+    const hc_ref count = hc_ref_at(A->counts, (uint64_t)il * sizeof(int32_t));
+    const int oracle = hp->sparse == HC_SPARSE_ORACLE;
+    hc_ref scores = A->plog;
+    if (oracle) {
+        scores = A->gate;
+        if (hc_dev_matmul(d, l->ffn_gate.type, g->gate, rows, e, A->xn, n, A->gate))
+            return -1;
+    } else if (hc_dev_matmul(d, l->fc1.type, l->fc1.gref, l->pred_rank, e, A->x, n, A->ph) ||
+               hc_dev_unary(d, HC_UNARY_RELU_SHIFT, A->ph, A->ph, (int64_t)n * l->pred_rank,
+                            0.0f) ||
+               hc_dev_matmul(d, l->fc2.type, l->fc2.gref, rows, l->pred_rank, A->ph, n,
+                             A->plog)) {
+        return -1;
+    }
+    const float cut = oracle ? nextafterf(hp->ffn_gate_shift, INFINITY) : hp->sparse_threshold;
+    const hc_ref no_map = {NULL, 0};
+    if (hc_dev_select_rows(d, scores, n, rows, cut, no_map, A->idx, count) ||
+        (!oracle && hc_dev_matvec_rows_counted(d, l->ffn_gate.type, g->gate, rows, e, A->xn, n,
+                                               A->idx, count, rows, A->gate)) ||
+        hc_dev_matvec_rows_counted(d, l->ffn_up.type, g->up, rows, e, A->xn, n, A->idx, count,
+                                   rows, A->up) ||
+        hc_dev_glu(d, hp->ffn_act, A->gate, A->up, A->gate, (int64_t)n * rows,
+                   hp->ffn_gate_shift))
+        return -1;
+    /* Down: over the listed rows (down_t), or every row of ffn_down, where
+     * an unlisted row's h is 0 (see share_h). */
+    if (g->transposed ? hc_dev_axpy_rows_counted(d, l->ffn_down_t.type, g->down, rows, e, A->gate,
+                                                 n, A->idx, count, rows, A->x)
+                      : hc_dev_matmul(d, l->ffn_down.type, g->down, e, rows, A->gate, n, A->o) ||
+                            hc_dev_binary(d, HC_BINARY_ADD, A->x, A->o, A->x, (int64_t)n * e))
+        return -1;
+    if (hc_dev_download(d, &c->host_count[il], count, sizeof(int32_t)))
+        return -1;
+    c->run.bytes_moved += sizeof(int32_t);
+    c->counted[il] = 1;
+    return 0;
+}
+
+void hc_sparse_settle(hc_context *c)
+{
+    const int64_t ff = c->m->hp.n_ff;
+    for (int il = 0; il < c->m->hp.n_layer; il++) {
+        if (!c->counted[il])
+            continue;
+        const int32_t k = c->host_count[il];
+        c->run.gpu_rows += k;
+        c->acc[il].forwards++;
+        c->acc[il].computed += (double)k / (double)ff;
+        c->counted[il] = 0;
+    }
+}
+
 int hc_ffn_home(const hc_context *c, const hc_layer *l)
 {
     /* One device holds every neuron: the residual goes there, and nothing
@@ -277,6 +361,8 @@ int hc_exec_sparse_ffn(hc_context *c, const hc_layer *l, int il)
 
     /* Score -> select: the rows each share computes. */
     const int dense = hp->sparse == HC_SPARSE_OFF || hc_hooks_need_dense(c);
+    if (!dense && gpu_selects(c, l))
+        return gpu_layer_ffn(c, l, il, &s[HC_ON_GPU], n);
     if (!dense && score_neurons(c, l, s, n))
         return -1;
     if (select_rows(c, l, s, n, dense) || hc_hook_rows_chosen(c, l, il, n))

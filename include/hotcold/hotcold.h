@@ -253,6 +253,9 @@ typedef struct hc_context_run_stats {
     int64_t cpu_rows;        /* ... on the CPU */
     uint64_t bytes_moved;    /* between devices and host (vectors, lists, logits) */
     uint64_t fallback_calls; /* GPU op calls run on the CPU: the plugin lacked or refused them */
+    int64_t passes;          /* forward passes (a prompt chunk or one decoded token each) */
+    uint64_t gpu_syncs;      /* times the host waited for the GPU: 1 per pass when the GPU
+                                runs whole layers and selects their rows itself */
 } hc_context_run_stats;
 HC_API void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out);
 

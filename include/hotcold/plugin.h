@@ -224,7 +224,10 @@ typedef enum hc_op_id {
     HC_OP_BINARY = 7,
     HC_OP_GLU = 8,
     HC_OP_COPY = 9,
-    HC_OP_MATMUL_BATCH = 10 /* the ABI 1.2 entry; op_cost is never asked about it */
+    HC_OP_MATMUL_BATCH = 10, /* the ABI 1.2 entry; op_cost is never asked about it */
+    HC_OP_SELECT_ROWS = 11,  /* the ABI 1.3 device-side selection ops ... */
+    HC_OP_MATVEC_ROWS_COUNTED = 12,
+    HC_OP_AXPY_ROWS_COUNTED = 13 /* ... priced like the ops they extend (op_cost) */
 } hc_op_id;
 
 /* One product of a matmul_batch (ABI 1.2): W (rows x cols of wtype) times
@@ -344,6 +347,9 @@ typedef struct hc_plugin_ops {
      *              cols = n_head_kv * head_dim (one KV row), n = n_tok
      *   UNARY, BINARY, GLU  rows = 1, cols = the call's n, n = 1
      *   COPY       rows = 1, cols = bytes / 4, n = 1
+     *   SELECT_ROWS  rows = n_rows, cols = 1, n = n_tok
+     *   MATVEC_ROWS_COUNTED, AXPY_ROWS_COUNTED  as their base ops, for a
+     *              count of every row
      * wtype is HC_TYPE_F32 for every op without a weight.  Other ids
      * (HC_OP_MATMUL_BATCH, ids of later minors) may answer -1.
      * `hotcold bench --ops` prints the answer beside the time it measures;
@@ -381,6 +387,30 @@ typedef struct hc_plugin_ops {
      * no reason. */
     const char *(*no_device_reason)(hc_plugin_ctx *ctx);
 
+    /* optional, with the two below: device-side selection, so that a GPU
+     * runs a sparse FFN without the host reading anything (no host
+     * synchronisation between layers).  For r < n_rows, row r is active
+     * when scores[t][r] >= cut for some token t < n_tok (scores: n_tok x
+     * n_rows F32; a NaN is never >= cut).  The active rows, in ascending
+     * r, are written to idx as r (map.buf NULL) or as map[r] (map:
+     * int32[n_rows]; rows with map[r] < 0 are left out: another device
+     * computes them), and how many were written to count (one int32).
+     * idx must hold n_rows entries; those past the count are left as they
+     * were.  The order is fixed by the scores alone, so the list (and every
+     * sum over it) is the same on every device and every run. */
+    hc_status (*select_rows)(hc_stream *s, hc_ref scores, int64_t n_tok, int64_t n_rows,
+                             float cut, hc_ref map, hc_ref idx, hc_ref count);
+    /* optional: matvec_rows and axpy_rows whose list length is the int32 at
+     * `count` in device memory as the op runs (written by select_rows, say),
+     * clamped to [0, max_idx]; idx holds max_idx entries.  Each gives the
+     * bits its base op gives for n_idx = that count. */
+    hc_status (*matvec_rows_counted)(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
+                                     int64_t cols, hc_ref x, int64_t n, hc_ref idx, hc_ref count,
+                                     int64_t max_idx, hc_ref y);
+    hc_status (*axpy_rows_counted)(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
+                                   int64_t cols, hc_ref h, int64_t n, hc_ref idx, hc_ref count,
+                                   int64_t max_idx, hc_ref y);
+
     /* --- append new entries for ABI 1.4 and later below this line ------- */
 } hc_plugin_ops;
 
@@ -402,39 +432,42 @@ typedef const hc_plugin_ops *(*hc_plugin_entry_fn)(uint32_t abi_major, uint32_t 
  * the end of hc_plugin_ops and a line at the end of this list. */
 #define HC_ENTRY_OPTIONAL 0
 #define HC_ENTRY_REQUIRED 1
-#define HC_PLUGIN_ENTRIES(X)                                       \
-    X(probe, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                     \
-    X(init, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                      \
-    X(shutdown, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                  \
-    X(last_error, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                \
-    X(device_count, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)              \
-    X(device_info, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)               \
-    X(device_open, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)               \
-    X(device_close, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)              \
-    X(buffer_alloc, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)              \
-    X(buffer_free, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)               \
-    X(buffer_wrap_host, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)          \
-    X(buffer_host_ptr, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)           \
-    X(stream_create, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)             \
-    X(stream_destroy, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)            \
-    X(stream_sync, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)               \
-    X(upload, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                    \
-    X(download, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                  \
-    X(copy, HC_OP_COPY, HC_ENTRY_OPTIONAL, 0)                      \
-    X(matmul, HC_OP_MATMUL, HC_ENTRY_REQUIRED, 0)                  \
-    X(matvec_rows, HC_OP_MATVEC_ROWS, HC_ENTRY_REQUIRED, 0)        \
-    X(axpy_rows, HC_OP_AXPY_ROWS, HC_ENTRY_REQUIRED, 0)            \
-    X(rmsnorm, HC_OP_RMSNORM, HC_ENTRY_OPTIONAL, 0)                \
-    X(rope, HC_OP_ROPE, HC_ENTRY_OPTIONAL, 0)                      \
-    X(attention, HC_OP_ATTENTION, HC_ENTRY_OPTIONAL, 0)            \
-    X(unary, HC_OP_UNARY, HC_ENTRY_OPTIONAL, 0)                    \
-    X(binary, HC_OP_BINARY, HC_ENTRY_OPTIONAL, 0)                  \
-    X(glu, HC_OP_GLU, HC_ENTRY_OPTIONAL, 0)                        \
-    X(op_cost, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)                   \
-    X(set_threads, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)               \
-    X(stream_flush, HC_OP_NONE, HC_ENTRY_OPTIONAL, 1)              \
-    X(matmul_batch, HC_OP_MATMUL_BATCH, HC_ENTRY_OPTIONAL, 2)      \
-    X(no_device_reason, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)
+#define HC_PLUGIN_ENTRIES(X)                                              \
+    X(probe, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                            \
+    X(init, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                             \
+    X(shutdown, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                         \
+    X(last_error, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                       \
+    X(device_count, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                     \
+    X(device_info, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                      \
+    X(device_open, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                      \
+    X(device_close, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                     \
+    X(buffer_alloc, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                     \
+    X(buffer_free, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                      \
+    X(buffer_wrap_host, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)                 \
+    X(buffer_host_ptr, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)                  \
+    X(stream_create, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                    \
+    X(stream_destroy, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                   \
+    X(stream_sync, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                      \
+    X(upload, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                           \
+    X(download, HC_OP_NONE, HC_ENTRY_REQUIRED, 0)                         \
+    X(copy, HC_OP_COPY, HC_ENTRY_OPTIONAL, 0)                             \
+    X(matmul, HC_OP_MATMUL, HC_ENTRY_REQUIRED, 0)                         \
+    X(matvec_rows, HC_OP_MATVEC_ROWS, HC_ENTRY_REQUIRED, 0)               \
+    X(axpy_rows, HC_OP_AXPY_ROWS, HC_ENTRY_REQUIRED, 0)                   \
+    X(rmsnorm, HC_OP_RMSNORM, HC_ENTRY_OPTIONAL, 0)                       \
+    X(rope, HC_OP_ROPE, HC_ENTRY_OPTIONAL, 0)                             \
+    X(attention, HC_OP_ATTENTION, HC_ENTRY_OPTIONAL, 0)                   \
+    X(unary, HC_OP_UNARY, HC_ENTRY_OPTIONAL, 0)                           \
+    X(binary, HC_OP_BINARY, HC_ENTRY_OPTIONAL, 0)                         \
+    X(glu, HC_OP_GLU, HC_ENTRY_OPTIONAL, 0)                               \
+    X(op_cost, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)                          \
+    X(set_threads, HC_OP_NONE, HC_ENTRY_OPTIONAL, 0)                      \
+    X(stream_flush, HC_OP_NONE, HC_ENTRY_OPTIONAL, 1)                     \
+    X(matmul_batch, HC_OP_MATMUL_BATCH, HC_ENTRY_OPTIONAL, 2)             \
+    X(no_device_reason, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                 \
+    X(select_rows, HC_OP_SELECT_ROWS, HC_ENTRY_OPTIONAL, 3)               \
+    X(matvec_rows_counted, HC_OP_MATVEC_ROWS_COUNTED, HC_ENTRY_OPTIONAL, 3)\
+    X(axpy_rows_counted, HC_OP_AXPY_ROWS_COUNTED, HC_ENTRY_OPTIONAL, 3)
 
 /* Is `field` present in a table of `ops->size` bytes and non-NULL? */
 #define HC_OPS_HAS(ops, field)                                                              \

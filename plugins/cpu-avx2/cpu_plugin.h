@@ -174,6 +174,16 @@ hc_status hc_cpu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
 hc_status hc_cpu_matmul_batch(hc_stream *s, const hc_matmul_desc *desc, int n_desc, int64_t cols,
                               hc_ref x, int64_t n);
 
+/* ---- ops_select.c: device-side selection (ABI 1.3) ---------------------- */
+hc_status hc_cpu_select_rows(hc_stream *s, hc_ref scores, int64_t n_tok, int64_t n_rows,
+                             float cut, hc_ref map, hc_ref idx, hc_ref count);
+hc_status hc_cpu_matvec_rows_counted(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
+                                     int64_t cols, hc_ref x, int64_t n, hc_ref idx, hc_ref count,
+                                     int64_t max_idx, hc_ref y);
+hc_status hc_cpu_axpy_rows_counted(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
+                                   int64_t cols, hc_ref h, int64_t n, hc_ref idx, hc_ref count,
+                                   int64_t max_idx, hc_ref y);
+
 /* ---- ops_layer.c ------------------------------------------------------ */
 hc_status hc_cpu_rmsnorm(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,
                          float eps);

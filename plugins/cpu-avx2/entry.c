@@ -176,6 +176,9 @@ static const hc_plugin_ops cpu_ops = {
     .op_cost = hc_cpu_op_cost,
     .set_threads = cpu_set_threads,
     .matmul_batch = hc_cpu_matmul_batch,
+    .select_rows = hc_cpu_select_rows,
+    .matvec_rows_counted = hc_cpu_matvec_rows_counted,
+    .axpy_rows_counted = hc_cpu_axpy_rows_counted,
 };
 
 HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)

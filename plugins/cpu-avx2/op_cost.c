@@ -52,6 +52,11 @@ double hc_cpu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64
     double tok = n > 0 ? (double)n : 1.0;
     double elems = (double)rows * (double)cols;
 
+    /* The counted ops are their base ops with the count read first. */
+    if (op == HC_OP_MATVEC_ROWS_COUNTED)
+        op = HC_OP_MATVEC_ROWS;
+    else if (op == HC_OP_AXPY_ROWS_COUNTED)
+        op = HC_OP_AXPY_ROWS;
     switch (op) {
     case HC_OP_MATMUL:
     case HC_OP_MATVEC_ROWS:
@@ -76,6 +81,8 @@ double hc_cpu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64
     case HC_OP_GLU:
     case HC_OP_COPY:
         return DISPATCH_S + 3 * elems * 4 * tok / bw;
+    case HC_OP_SELECT_ROWS: /* one scalar pass over the scores */
+        return DISPATCH_S + elems * tok / 1e9;
     default:
         return -1.0;
     }

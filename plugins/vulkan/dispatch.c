@@ -53,6 +53,7 @@ hc_status hc_vk_record_dispatch(hc_stream *s, const char *op, const hc_vk_dispat
     info[HC_VK_WINDOWS + 1] = info_of(&d->b);
     info[HC_VK_WINDOWS + 2] = info_of(&d->c);
     info[HC_VK_WINDOWS + 3] = info_of(&d->d);
+    info[HC_VK_WINDOWS + 4] = info_of(d->e.buf ? &d->e : &d->a);
     VkWriteDescriptorSet wr[HC_VK_N_BINDINGS];
     for (uint32_t b = 0; b < HC_VK_N_BINDINGS; b++)
         wr[b] = (VkWriteDescriptorSet){

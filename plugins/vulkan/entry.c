@@ -117,6 +117,9 @@ static const hc_plugin_ops vulkan_ops = {
     .op_cost = hc_vk_op_cost,
     .stream_flush = hc_vk_stream_submit,
     .no_device_reason = vk_no_device_reason,
+    .select_rows = hc_vk_select_rows,
+    .matvec_rows_counted = hc_vk_matvec_rows_counted,
+    .axpy_rows_counted = hc_vk_axpy_rows_counted,
 };
 
 HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)

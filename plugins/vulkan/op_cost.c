@@ -36,6 +36,10 @@ static int weight_op(int op)
     case HC_OP_MATMUL: return HC_VK_OP_MATMUL;
     case HC_OP_MATVEC_ROWS: return HC_VK_OP_MATVEC_ROWS;
     case HC_OP_AXPY_ROWS: return HC_VK_OP_AXPY_ROWS;
+    /* The counted ops are their base ops with the list length read on the
+     * device. */
+    case HC_OP_MATVEC_ROWS_COUNTED: return HC_VK_OP_MATVEC_ROWS;
+    case HC_OP_AXPY_ROWS_COUNTED: return HC_VK_OP_AXPY_ROWS;
     default: return -1;
     }
 }
@@ -69,6 +73,10 @@ double hc_vk_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_
     case HC_OP_UNARY:
     case HC_OP_BINARY:
     case HC_OP_GLU: return k.dispatch + 3 * elems * 4 * tok / k.bw;
+    case HC_OP_SELECT_ROWS:
+        /* One workgroup reads the scores: a fraction of the device. */
+        return hc_vk_select_fits(dev, n, rows) ? k.dispatch + elems * 4 * tok / (k.bw / 16)
+                                               : -1.0;
     default: return -1.0;
     }
 }

@@ -51,8 +51,8 @@ static hc_status check_alias(hc_device *dev, const char *op, const char *y_name,
 /* Records one dispatch of a layer kernel over `groups` workgroups.  Ranges
  * the kernel does not use repeat ones it does (every descriptor must be
  * valid). */
-static hc_status record(hc_stream *s, const char *op, int kop, hc_vk_dispatch *d,
-                        hc_vk_layer_params *p, uint64_t groups)
+hc_status hc_vk_record_layer(hc_stream *s, const char *op, int kop, hc_vk_dispatch *d,
+                            hc_vk_layer_params *p, uint64_t groups)
 {
     hc_device *dev = s->dev;
     hc_status st;
@@ -122,7 +122,7 @@ static hc_status eltwise(hc_stream *s, const char *op, int kop, int code, int n_
         p.n = (uint32_t)tn;
         p.op = (uint32_t)code;
         p.f0 = param;
-        if ((st = record(s, op, kop, &d, &p, ceil_div(tn, wg))) != HC_OK)
+        if ((st = hc_vk_record_layer(s, op, kop, &d, &p, ceil_div(tn, wg))) != HC_OK)
             return st;
     }
     return HC_OK;
@@ -184,7 +184,7 @@ hc_status hc_vk_rmsnorm(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t n, i
         p.n = (uint32_t)tn;
         p.dim = (uint32_t)dim;
         p.f0 = eps;
-        if ((st = record(s, op, HC_VK_OP_RMSNORM, &d, &p, tn)) != HC_OK)
+        if ((st = hc_vk_record_layer(s, op, HC_VK_OP_RMSNORM, &d, &p, tn)) != HC_OK)
             return st;
     }
     return HC_OK;
@@ -243,7 +243,7 @@ hc_status hc_vk_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int6
         p.n_rot = (uint32_t)n_rot;
         p.f0 = log2_base;
         p.f1 = freq_scale;
-        if ((st = record(s, op, HC_VK_OP_ROPE, &d, &p,
+        if ((st = hc_vk_record_layer(s, op, HC_VK_OP_ROPE, &d, &p,
                          ceil_div(tn * (uint64_t)n_head * (uint64_t)(n_rot / 2), wg))) != HC_OK)
             return st;
     }
@@ -350,7 +350,7 @@ hc_status hc_vk_attention(hc_stream *s, hc_ref q, hc_ref k, hc_ref v, hc_ref out
             p.kv_total = (uint32_t)kv_rows;
             p.flags = (c == 0 ? 1u : 0u) | (c + 1 == n_chunks ? 2u : 0u);
             p.f0 = scale;
-            if ((st = record(s, op, HC_VK_OP_ATTENTION, &d, &p, tn * (uint64_t)n_head)) != HC_OK)
+            if ((st = hc_vk_record_layer(s, op, HC_VK_OP_ATTENTION, &d, &p, tn * (uint64_t)n_head)) != HC_OK)
                 return st;
         }
     }

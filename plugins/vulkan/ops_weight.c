@@ -99,8 +99,9 @@ typedef struct weight_call {
     int kop;            /* hc_vk_op */
     hc_type t;
     hc_ref w, a, idx, y;
-    int64_t rows, cols, n, n_idx;
+    int64_t rows, cols, n, n_idx; /* n_idx: max_idx for a counted call */
     uint64_t row_bytes;
+    const hc_ref *count;          /* the counted ops: where the list length is */
 } weight_call;
 
 /* Windows over rows [row_lo, *row_hi) of W, *row_hi as far as they reach. */
@@ -156,7 +157,17 @@ static hc_status run(hc_stream *s, const weight_call *c)
     /* axpy_rows: a long list in slices (see axpy_rows.comp), whose partials
      * of every token of a chunk share one binding. */
     uint32_t n_slices = 1, slice_items = (uint32_t)c->n_idx;
-    if (c->kop == HC_VK_OP_AXPY_ROWS && c->n_idx >= 2 * AXPY_SLICE_MIN) {
+    const uint64_t slice_fit = win / out_tok; /* out_tok <= win: checked above */
+    if (c->kop == HC_VK_OP_AXPY_ROWS && c->count && c->n_idx >= 2 * AXPY_SLICE_MIN) {
+        /* The shader slices by the count it reads, by the rule below (for
+         * the same length the same slices): record for the most slices any
+         * length can take. */
+        n_slices = slice_fit < AXPY_SLICES ? (uint32_t)slice_fit : AXPY_SLICES;
+        if (n_slices < 2)
+            n_slices = 1;
+        else if (win / (out_tok * n_slices) < tpc)
+            tpc = win / (out_tok * n_slices);
+    } else if (c->kop == HC_VK_OP_AXPY_ROWS && c->n_idx >= 2 * AXPY_SLICE_MIN) {
         uint64_t want = (uint64_t)c->n_idx / AXPY_SLICE_MIN;
         n_slices = want < AXPY_SLICES ? (uint32_t)want : AXPY_SLICES;
         slice_items = (uint32_t)(((uint64_t)c->n_idx + n_slices - 1) / n_slices);
@@ -169,6 +180,11 @@ static hc_status run(hc_stream *s, const weight_call *c)
         else if (win / (out_tok * n_slices) < tpc)
             tpc = win / (out_tok * n_slices);
     }
+    if (c->count &&
+        (st = hc_vk_range_of(dev, c->op, "count", *c->count, 4, 4, &d.e, &p.e_off)) != HC_OK)
+        return st;
+    p.counted = c->count != NULL;
+    p.slice_fit = slice_fit < UINT32_MAX ? (uint32_t)slice_fit : UINT32_MAX;
     hc_buffer *partials = NULL;
     if (n_slices > 1 &&
         (st = hc_vk_stream_scratch(s, c->op, (uint64_t)n_slices * tpc * out_tok, &partials)) !=
@@ -243,7 +259,7 @@ static hc_status run(hc_stream *s, const weight_call *c)
 /* matmul (no list) and matvec_rows share everything but the row list. */
 static hc_status dot_common(hc_stream *s, const char *op, int kop, hc_type wtype, hc_ref w,
                             int64_t rows, int64_t cols, hc_ref x, int64_t n, const hc_ref *idx,
-                            int64_t n_idx, hc_ref y)
+                            int64_t n_idx, const hc_ref *count, hc_ref y)
 {
     hc_device *dev;
     uint64_t row_bytes = 0, wbytes = 0, xbytes, ybytes, ibytes = 0;
@@ -266,30 +282,43 @@ static hc_status dot_common(hc_stream *s, const char *op, int kop, hc_type wtype
             (st = hc_vk_check_disjoint(dev, op, "y", y, ybytes, "idx", *idx, ibytes)) != HC_OK)
             return st;
     }
+    if (count && ((st = hc_vk_check_ref(dev, op, "count", *count, 4, 4)) != HC_OK ||
+                  (st = hc_vk_check_disjoint(dev, op, "y", y, ybytes, "count", *count, 4)) != HC_OK))
+        return st;
     if (n == 0 || rows == 0 || (idx && n_idx == 0))
         return HC_OK;
     weight_call c = {op,   kop,  wtype, w,    x,     idx ? *idx : x, y,
-                     rows, cols, n,     n_idx, row_bytes};
+                     rows, cols, n,     n_idx, row_bytes, count};
     return run(s, &c);
 }
 
 hc_status hc_vk_matmul(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
                        hc_ref x, int64_t n, hc_ref y)
 {
-    return dot_common(s, "matmul", HC_VK_OP_MATMUL, wtype, w, rows, cols, x, n, NULL, 0, y);
+    return dot_common(s, "matmul", HC_VK_OP_MATMUL, wtype, w, rows, cols, x, n, NULL, 0, NULL,
+                      y);
 }
 
 hc_status hc_vk_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
                             hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {
     return dot_common(s, "matvec_rows", HC_VK_OP_MATVEC_ROWS, wtype, w, rows, cols, x, n, &idx,
-                      n_idx, y);
+                      n_idx, NULL, y);
 }
 
-hc_status hc_vk_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
-                          hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+hc_status hc_vk_matvec_rows_counted(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
+                                    int64_t cols, hc_ref x, int64_t n, hc_ref idx, hc_ref count,
+                                    int64_t max_idx, hc_ref y)
 {
-    static const char op[] = "axpy_rows";
+    return dot_common(s, "matvec_rows_counted", HC_VK_OP_MATVEC_ROWS, wtype, w, rows, cols, x, n,
+                      &idx, max_idx, &count, y);
+}
+
+/* axpy_rows, and with `count` its counted form (n_idx is then max_idx). */
+static hc_status axpy_common(hc_stream *s, const char *op, hc_type wtype, hc_ref wt, int64_t rows,
+                             int64_t cols, hc_ref h, int64_t n, hc_ref idx, int64_t n_idx,
+                             const hc_ref *count, hc_ref y)
+{
     hc_device *dev;
     uint64_t row_bytes = 0, wbytes = 0, hbytes, ybytes, ibytes;
     hc_status st = hc_vk_stream_dev(s, &dev);
@@ -305,12 +334,29 @@ hc_status hc_vk_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, 
         (st = hc_vk_check_ref_n(dev, op, "idx", idx, n_idx, 1, 4, &ibytes)) != HC_OK ||
         (st = hc_vk_check_disjoint(dev, op, "y", y, ybytes, "h", h, hbytes)) != HC_OK ||
         (st = hc_vk_check_disjoint(dev, op, "y", y, ybytes, "wt", wt, wbytes)) != HC_OK ||
-        (st = hc_vk_check_disjoint(dev, op, "y", y, ybytes, "idx", idx, ibytes)) != HC_OK)
+        (st = hc_vk_check_disjoint(dev, op, "y", y, ybytes, "idx", idx, ibytes)) != HC_OK ||
+        (count && ((st = hc_vk_check_ref(dev, op, "count", *count, 4, 4)) != HC_OK ||
+                   (st = hc_vk_check_disjoint(dev, op, "y", y, ybytes, "count", *count, 4)) !=
+                       HC_OK)))
         return st;
     /* Nothing to add: y stays bit-identical (no dispatch at all). */
     if (n == 0 || n_idx == 0 || cols == 0)
         return HC_OK;
     weight_call c = {op, HC_VK_OP_AXPY_ROWS, wtype, wt, h, idx, y, rows, cols, n, n_idx,
-                     row_bytes};
+                     row_bytes, count};
     return run(s, &c);
+}
+
+hc_status hc_vk_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
+                          hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    return axpy_common(s, "axpy_rows", wtype, wt, rows, cols, h, n, idx, n_idx, NULL, y);
+}
+
+hc_status hc_vk_axpy_rows_counted(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
+                                  int64_t cols, hc_ref h, int64_t n, hc_ref idx, hc_ref count,
+                                  int64_t max_idx, hc_ref y)
+{
+    return axpy_common(s, "axpy_rows_counted", wtype, wt, rows, cols, h, n, idx, max_idx, &count,
+                       y);
 }

@@ -47,11 +47,19 @@
 
 /* Descriptor set 0 of every kernel: binding 0 holds HC_VK_WINDOWS storage
  * buffers (consecutive windows of a weight matrix: one binding may cover at
- * most maxStorageBufferRange bytes), bindings 1..4 one storage buffer each. */
+ * most maxStorageBufferRange bytes), bindings 1..5 one storage buffer each
+ * (E: the list length of a counted sparse op). */
 #define HC_VK_WINDOWS 4
-enum { HC_VK_BIND_W = 0, HC_VK_BIND_A = 1, HC_VK_BIND_B = 2, HC_VK_BIND_C = 3, HC_VK_BIND_D = 4 };
-#define HC_VK_N_BINDINGS 5
-#define HC_VK_N_DESCRIPTORS (HC_VK_WINDOWS + 4)
+enum {
+    HC_VK_BIND_W = 0,
+    HC_VK_BIND_A = 1,
+    HC_VK_BIND_B = 2,
+    HC_VK_BIND_C = 3,
+    HC_VK_BIND_D = 4,
+    HC_VK_BIND_E = 5
+};
+#define HC_VK_N_BINDINGS 6
+#define HC_VK_N_DESCRIPTORS (HC_VK_WINDOWS + 5)
 /* The one push-constant range of the pipeline layout: the minimum every
  * device guarantees (maxPushConstantsSize >= 128). */
 #define HC_VK_PUSH_BYTES 128
@@ -64,6 +72,10 @@ typedef struct hc_vk_weight_params {
     uint32_t a_off, b_off, c_off;
     uint32_t groups_x;
     uint32_t phase, n_slices, slice_items, d_off; /* axpy_rows' split over the list */
+    /* The counted ops: n_items is then max_idx, the list's length is the
+     * int32 at element e_off of E; axpy_rows slices by that length, at most
+     * slice_fit slices (what a binding holds per token). */
+    uint32_t counted, e_off, slice_fit;
 } hc_vk_weight_params;
 
 /* Push constants of the layer ops: `LayerParams` in common.glsl. */
@@ -90,6 +102,7 @@ typedef enum hc_vk_op {
     HC_VK_OP_UNARY,
     HC_VK_OP_BINARY,
     HC_VK_OP_GLU,
+    HC_VK_OP_SELECT_ROWS,
     HC_VK_OP_COUNT
 } hc_vk_op;
 
@@ -244,7 +257,7 @@ typedef struct hc_vk_dispatch {
     int kernel;                          /* index into the variant table */
     uint32_t tile;                       /* tokens per pass: 1, 2, 4 or 8 */
     hc_vk_range w[HC_VK_WINDOWS];
-    hc_vk_range a, b, c, d;
+    hc_vk_range a, b, c, d, e;           /* unset ranges repeat a */
     const void *push;
     uint32_t push_bytes;
     uint32_t groups_x, groups_y;
@@ -386,6 +399,12 @@ hc_status hc_vk_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
                             hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
 hc_status hc_vk_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
                           hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+hc_status hc_vk_matvec_rows_counted(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
+                                    int64_t cols, hc_ref x, int64_t n, hc_ref idx, hc_ref count,
+                                    int64_t max_idx, hc_ref y);
+hc_status hc_vk_axpy_rows_counted(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
+                                  int64_t cols, hc_ref h, int64_t n, hc_ref idx, hc_ref count,
+                                  int64_t max_idx, hc_ref y);
 /* The weight-op limits op_cost must agree with: HC_OK if op can run this
  * shape on dev (`rows` = all rows of the weight), else why not. */
 hc_status hc_vk_weight_shape_ok(hc_device *dev, int op, hc_type wtype, int64_t rows,
@@ -402,8 +421,18 @@ hc_status hc_vk_attention(hc_stream *s, hc_ref q, hc_ref k, hc_ref v, hc_ref out
 hc_status hc_vk_unary(hc_stream *s, int op, hc_ref x, hc_ref y, int64_t n, float param);
 hc_status hc_vk_binary(hc_stream *s, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
 hc_status hc_vk_glu(hc_stream *s, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
+/* Records one dispatch of layer kernel kop over `groups` workgroups; ranges
+ * the kernel does not use repeat ones it does. */
+hc_status hc_vk_record_layer(hc_stream *s, const char *op, int kop, hc_vk_dispatch *d,
+                             hc_vk_layer_params *p, uint64_t groups);
 /* The largest head_dim attention runs on dev. */
 int64_t hc_vk_attention_max_head_dim(const hc_device *dev);
+
+/* ---- ops_select.c: device-side selection (ABI 1.3) -------------------------- */
+hc_status hc_vk_select_rows(hc_stream *s, hc_ref scores, int64_t n_tok, int64_t n_rows,
+                            float cut, hc_ref map, hc_ref idx, hc_ref count);
+/* Whether select_rows takes n_tok x n_rows scores here (one binding). */
+int hc_vk_select_fits(const hc_device *dev, int64_t n_tok, int64_t n_rows);
 
 /* ---- op_cost.c -------------------------------------------------------------- */
 double hc_vk_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);
