@@ -995,7 +995,17 @@ static void batch_case(conf_dev *d, const hc_type *ty, const int64_t *rs, const 
         len += snprintf(what + len, sizeof what - (size_t)len, " %s %lldx%s", type_name(ty[i]),
                         (long long)rs[i], ls[i] < 0 ? "all" : LIST_NAMES[ls[i]]);
     }
-    CONF_CALL(d, d->ops->matmul_batch(d->st, desc, np, cols, dref(&x), n));
+    /* A plugin may refuse a batch holding a product it does not take (the
+     * core then runs the products one by one), but not one whose every
+     * product op_cost prices: those it must run. */
+    double cost = 0.0;
+    for (int i = 0; i < np; i++) {
+        double c = query_cost(d, ls[i] < 0 ? HC_OP_MATMUL : HC_OP_MATVEC_ROWS, ty[i], rs[i], cols,
+                              n);
+        cost = c < cost ? c : cost;
+    }
+    if (!op_accepted(d, d->ops->matmul_batch(d->st, desc, np, cols, dref(&x), n), cost, what))
+        goto out;
     for (int i = 0; i < np; i++)
         CONF_CALL(d, ls[i] < 0 ? d->ops->matmul(d->st, ty[i], dref(&w[i]), rs[i], cols, dref(&x),
                                                 n, dref(&y1[i]))

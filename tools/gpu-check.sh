@@ -82,14 +82,19 @@ if ! grep -qE '^  cuda:[0-9]' "$out/devices.txt"; then
     echo "skipped  everything else: no CUDA device (devices.txt says why)" | tee -a "$out/summary.txt"
     exit 77
 fi
-step conformance 200 "$kit/bin/test_conformance" "$cuda_so"
+# HOTCOLD_CONF_REQUIRE_LAYER=1: the plugin has every layer op, so every
+# case of them must run on the GPU (a refusal fails instead of skipping).
+step conformance 200 env HOTCOLD_CONF_REQUIRE_LAYER=1 "$kit/bin/test_conformance" "$cuda_so"
 if [ -n "$sanitizer" ]; then
-    for op in matmul matvec_rows axpy_rows; do
+    for op in matmul matvec_rows axpy_rows attention; do
         step "memcheck_$op" 90 env CK_RUN_CASE=$op CK_FORK=no "$sanitizer" --tool memcheck \
             --error-exitcode 1 "$kit/bin/test_conformance" "$cuda_so"
     done
-    step racecheck_matvec_rows 90 env CK_RUN_CASE=matvec_rows CK_FORK=no "$sanitizer" \
-        --tool racecheck --error-exitcode 1 "$kit/bin/test_conformance" "$cuda_so"
+    # Shared memory and barriers: the row dots and attention's softmax.
+    for op in matvec_rows attention; do
+        step "racecheck_$op" 90 env CK_RUN_CASE=$op CK_FORK=no "$sanitizer" \
+            --tool racecheck --error-exitcode 1 "$kit/bin/test_conformance" "$cuda_so"
+    done
 else
     echo "skipped  compute-sanitizer (not found)" | tee -a "$out/summary.txt"
 fi

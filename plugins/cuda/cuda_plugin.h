@@ -38,6 +38,40 @@ int hc_cu_launch_axpy_rows(void *stream, hc_type t, const void *wt, uint64_t row
 /* Does a kernel take weights of type t? */
 int hc_cu_kernel_has_type(hc_type t);
 
+/* matmul_batch (kernels_dot.cu): the products of one x, each exactly as
+ * hc_cu_launch_dot_rows computes it (the same kernel, one block per row);
+ * all of type t, at most HC_CU_DOT_JOBS per launch. */
+#define HC_CU_DOT_JOBS 8
+typedef struct hc_cu_dot_job {
+    const void *w;
+    uint64_t row_bytes;
+    int64_t rows;
+    const int32_t *idx; /* NULL: every row */
+    int64_t n_out;      /* rows, or the list's length */
+    float *y;
+} hc_cu_dot_job;
+int hc_cu_launch_dot_jobs(void *stream, hc_type t, const hc_cu_dot_job *jobs, int n_jobs,
+                          int64_t cols, const float *x, int64_t n);
+
+/* The layer kernels (kernels_layer.cu, kernels_attention.cu); shapes are
+ * checked by ops_layer.c. */
+int hc_cu_launch_rmsnorm(void *stream, const float *x, const float *w, float *y, int64_t n,
+                         int64_t dim, float eps);
+int hc_cu_launch_rope(void *stream, float *x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                      int64_t n_rot, const int32_t *pos, float freq_base, float freq_scale,
+                      int mode);
+/* kind 0: unary, 1: binary, 2: glu (b unused for unary). */
+int hc_cu_launch_eltwise(void *stream, int kind, int op, const float *a, const float *b, float *y,
+                         int64_t n, float param);
+/* Tokens t0 .. t0 + n_tok - 1, positions in slices of `slice`; with
+ * n_slices > 1 `part` holds hc_cu_attention_part_floats(head_dim) floats
+ * per (token of this launch, head, slice). */
+int hc_cu_launch_attention(void *stream, const float *q, const float *k, const float *v,
+                           float *out, const int32_t *pos, int64_t t0, int64_t n_tok,
+                           int64_t n_head, int64_t n_head_kv, int64_t head_dim, float scale,
+                           int64_t kv_rows, int64_t slice, int64_t n_slices, float *part);
+int64_t hc_cu_attention_part_floats(int64_t head_dim);
+
 #ifdef __cplusplus
 }
 #endif
@@ -104,6 +138,7 @@ struct hc_stream {
     hc_device *dev;
     cudaStream_t s;
     int failed;                /* a launch or copy failed: every later call refuses */
+    hc_buffer *scratch;        /* attention's partial results (stream.c), or NULL */
 };
 
 /* ---- validate.c: errors, logging, the argument checks over the kit ----- */
@@ -149,6 +184,9 @@ hc_status hc_cu_stream_create(hc_device *dev, hc_stream **out);
 void hc_cu_stream_destroy(hc_stream *s);
 hc_status hc_cu_stream_sync(hc_stream *s);
 hc_status hc_cu_stream_flush(hc_stream *s);
+/* At least `bytes` of device memory for this stream's ops alone, in order
+ * with them; growing it waits for the work queued so far. */
+hc_status hc_cu_stream_scratch(hc_stream *s, uint64_t bytes, void **out);
 
 /* ---- transfer.c ---------------------------------------------------------- */
 hc_status hc_cu_upload(hc_stream *s, hc_ref dst, const void *src, uint64_t bytes);
@@ -162,9 +200,25 @@ hc_status hc_cu_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
                             hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
 hc_status hc_cu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
                           hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+hc_status hc_cu_matmul_batch(hc_stream *s, const hc_matmul_desc *desc, int n_desc, int64_t cols,
+                             hc_ref x, int64_t n);
 /* Would a weight op of this shape run (HC_OK), or be refused (why)? */
 hc_status hc_cu_weight_shape_ok(hc_type wtype, int64_t rows, int64_t cols, int64_t n, char *why,
                                 size_t why_len);
+
+/* ---- ops_layer.c --------------------------------------------------------- */
+hc_status hc_cu_rmsnorm(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,
+                        float eps);
+hc_status hc_cu_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                     int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode);
+hc_status hc_cu_attention(hc_stream *s, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_t n_tok,
+                          hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
+                          float scale);
+hc_status hc_cu_unary(hc_stream *s, int op, hc_ref x, hc_ref y, int64_t n, float param);
+hc_status hc_cu_binary(hc_stream *s, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
+hc_status hc_cu_glu(hc_stream *s, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
+/* The largest n_rot (so head_dim) rope takes: its angles are in shared memory. */
+#define HC_CU_ROPE_MAX_ROT 8192
 
 /* ---- op_cost.c ----------------------------------------------------------- */
 double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);

@@ -4,11 +4,11 @@
  * or a card the plugin loads and reports 0 devices, with the runtime's
  * reason (device.c).
  *
- * This increment provides the lifecycle, devices, buffers, streams,
- * transfers and the three required weight ops (F32, F16, Q8_0, Q4_0;
- * Q6_K is refused with HC_E_UNSUPPORTED, so the core runs it on the CPU).
- * The layer ops, matmul_batch, buffer_wrap_host and buffer_host_ptr are
- * NULL: the core's defaults run them.
+ * Provided: the lifecycle, devices, buffers, streams, transfers (copy
+ * included), the weight ops and matmul_batch (F32, F16, Q8_0, Q4_0; Q6_K is
+ * refused with HC_E_UNSUPPORTED, so the core runs it on the CPU) and the
+ * layer ops (rmsnorm, rope, attention, unary, binary, glu).
+ * buffer_wrap_host and buffer_host_ptr are NULL: device memory only.
  */
 #include <stdlib.h>
 
@@ -104,8 +104,15 @@ static const hc_plugin_ops cuda_ops = {
     .matmul = hc_cu_matmul,
     .matvec_rows = hc_cu_matvec_rows,
     .axpy_rows = hc_cu_axpy_rows,
+    .rmsnorm = hc_cu_rmsnorm,
+    .rope = hc_cu_rope,
+    .attention = hc_cu_attention,
+    .unary = hc_cu_unary,
+    .binary = hc_cu_binary,
+    .glu = hc_cu_glu,
     .op_cost = hc_cu_op_cost,
     .stream_flush = hc_cu_stream_flush,
+    .matmul_batch = hc_cu_matmul_batch,
     .no_device_reason = cu_no_device_reason,
 };
 

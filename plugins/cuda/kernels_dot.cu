@@ -8,7 +8,8 @@
  * (Q8_0, Q4_0) i, i + DOT_THREADS, ... of the row in that order, decoding
  * each weight once for all the tokens; the block's DOT_THREADS partials are then added as
  * kernels_common.cuh says (a butterfly per warp, the warps in order).  The
- * grid's y dimension walks the tokens.
+ * grid's y dimension walks the tokens.  One launch may hold several
+ * products of the same x and weight type (matmul_batch, dot_launch).
  */
 #include "cuda_plugin.h"
 #include "kernels_common.cuh"
@@ -104,16 +105,33 @@ __device__ __forceinline__ void dot_partial<HC_TYPE_Q4_0>(const uint8_t *row, in
     dot_partial_blocks<HC_TYPE_Q4_0, HC_QK4_0, HC_Q4_0_BLOCK_BYTES>(row, cols, x, tn, acc);
 }
 
+/* The products of one launch: job j owns blocks first[j] .. first[j+1]-1
+ * (one per output row).  matmul, matvec_rows and matmul_batch all launch
+ * this kernel, so a product computes the same bits whichever call made it
+ * and whichever other products share its launch: a block's arithmetic
+ * depends on its own row alone. */
+struct dot_launch {
+    hc_cu_dot_job job[HC_CU_DOT_JOBS];
+    int64_t first[HC_CU_DOT_JOBS];
+    int n_jobs;
+};
+
 template <int T>
 __global__ void __launch_bounds__(DOT_THREADS)
-    dot_rows_kernel(const uint8_t *w, uint64_t row_bytes, int64_t rows, int64_t cols,
-                    const float *x, int64_t n, const int32_t *idx, float *y)
+    dot_rows_kernel(const dot_launch L, int64_t cols, const float *x, int64_t n)
 {
     __shared__ float part[DOT_TOK][DOT_WARPS];
-    const int64_t r = idx ? (int64_t)idx[blockIdx.x] : (int64_t)blockIdx.x;
+    /* This block's job: the last one starting at or before it. */
+    int j = 0;
+    while (j + 1 < L.n_jobs && (int64_t)blockIdx.x >= L.first[j + 1])
+        j++;
+    const hc_cu_dot_job &jb = L.job[j];
+    const int64_t b = (int64_t)blockIdx.x - L.first[j], rows = jb.rows;
+    const int64_t r = jb.idx ? (int64_t)jb.idx[b] : b;
     if (r < 0 || r >= rows)
         return; /* the whole block: no barrier is left waiting */
-    const uint8_t *row = w + (uint64_t)r * row_bytes;
+    const uint8_t *row = static_cast<const uint8_t *>(jb.w) + (uint64_t)r * jb.row_bytes;
+    float *y = jb.y;
     const int warp = threadIdx.x / HC_WARP, lane = threadIdx.x % HC_WARP;
 
     for (int64_t t0 = (int64_t)blockIdx.y * DOT_TOK; t0 < n;
@@ -138,15 +156,25 @@ __global__ void __launch_bounds__(DOT_THREADS)
 }
 
 template <int T>
-static hc_gpu_error launch(hc_gpu_stream st, const void *w, uint64_t row_bytes, int64_t rows,
-                           int64_t cols, const float *x, int64_t n, const int32_t *idx,
-                           int64_t n_out, float *y)
+static hc_gpu_error launch(hc_gpu_stream st, const dot_launch &L, int64_t blocks, int64_t cols,
+                           const float *x, int64_t n)
 {
     int64_t chunks = (n + DOT_TOK - 1) / DOT_TOK;
-    dim3 grid((unsigned)n_out, (unsigned)(chunks < DOT_MAX_GRID_Y ? chunks : DOT_MAX_GRID_Y));
-    dot_rows_kernel<T><<<grid, DOT_THREADS, 0, st>>>(static_cast<const uint8_t *>(w), row_bytes,
-                                                      rows, cols, x, n, idx, y);
+    dim3 grid((unsigned)blocks, (unsigned)(chunks < DOT_MAX_GRID_Y ? chunks : DOT_MAX_GRID_Y));
+    dot_rows_kernel<T><<<grid, DOT_THREADS, 0, st>>>(L, cols, x, n);
     return hc_gpu_last_error();
+}
+
+static hc_gpu_error launch_type(hc_gpu_stream st, hc_type t, const dot_launch &L, int64_t blocks,
+                                int64_t cols, const float *x, int64_t n)
+{
+    switch (t) {
+    case HC_TYPE_F32: return launch<HC_TYPE_F32>(st, L, blocks, cols, x, n);
+    case HC_TYPE_F16: return launch<HC_TYPE_F16>(st, L, blocks, cols, x, n);
+    case HC_TYPE_Q8_0: return launch<HC_TYPE_Q8_0>(st, L, blocks, cols, x, n);
+    case HC_TYPE_Q4_0: return launch<HC_TYPE_Q4_0>(st, L, blocks, cols, x, n);
+    default: return static_cast<hc_gpu_error>(1); /* invalid value: the caller refused the type */
+    }
 }
 
 extern "C" int hc_cu_kernel_has_type(hc_type t)
@@ -154,18 +182,41 @@ extern "C" int hc_cu_kernel_has_type(hc_type t)
     return t == HC_TYPE_F32 || t == HC_TYPE_F16 || t == HC_TYPE_Q8_0 || t == HC_TYPE_Q4_0;
 }
 
+/* Jobs are packed into launches of at most HC_CU_DOT_JOBS jobs and
+ * 2^31 - 1 blocks (the grid's x dimension), in order; empty ones are
+ * skipped. */
+extern "C" int hc_cu_launch_dot_jobs(void *stream, hc_type t, const hc_cu_dot_job *jobs,
+                                     int n_jobs, int64_t cols, const float *x, int64_t n)
+{
+    hc_gpu_stream st = static_cast<hc_gpu_stream>(stream);
+    dot_launch L = {};
+    int64_t blocks = 0;
+    if (n <= 0)
+        return 0;
+    for (int i = 0; i < n_jobs; i++) {
+        const int64_t rows = jobs[i].n_out;
+        if (rows <= 0)
+            continue;
+        if (rows > INT32_MAX)
+            return 1; /* invalid value: the caller refused such a shape */
+        if (L.n_jobs == HC_CU_DOT_JOBS || blocks + rows > INT32_MAX) {
+            hc_gpu_error e = launch_type(st, t, L, blocks, cols, x, n);
+            if (e != 0)
+                return e;
+            L.n_jobs = 0;
+            blocks = 0;
+        }
+        L.job[L.n_jobs] = jobs[i];
+        L.first[L.n_jobs++] = blocks;
+        blocks += rows;
+    }
+    return L.n_jobs ? launch_type(st, t, L, blocks, cols, x, n) : 0;
+}
+
 extern "C" int hc_cu_launch_dot_rows(void *stream, hc_type t, const void *w, uint64_t row_bytes,
                                      int64_t rows, int64_t cols, const float *x, int64_t n,
                                      const int32_t *idx, int64_t n_out, float *y)
 {
-    hc_gpu_stream st = static_cast<hc_gpu_stream>(stream);
-    switch (t) {
-    case HC_TYPE_F32: return launch<HC_TYPE_F32>(st, w, row_bytes, rows, cols, x, n, idx, n_out, y);
-    case HC_TYPE_F16: return launch<HC_TYPE_F16>(st, w, row_bytes, rows, cols, x, n, idx, n_out, y);
-    case HC_TYPE_Q8_0:
-        return launch<HC_TYPE_Q8_0>(st, w, row_bytes, rows, cols, x, n, idx, n_out, y);
-    case HC_TYPE_Q4_0:
-        return launch<HC_TYPE_Q4_0>(st, w, row_bytes, rows, cols, x, n, idx, n_out, y);
-    default: return 1; /* cudaErrorInvalidValue: the caller refused the type already */
-    }
+    const hc_cu_dot_job job = {w, row_bytes, rows, idx, n_out, y};
+    return hc_cu_launch_dot_jobs(stream, t, &job, 1, cols, x, n);
 }

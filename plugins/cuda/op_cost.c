@@ -2,9 +2,10 @@
  * op_cost: a memory-bound estimate, seconds = bytes the op moves / the
  * device's peak bandwidth (memory clock x bus width, device.c) + one
  * kernel launch.  The shape arguments mean what plugin.h says per op; the
- * sparse ops are priced for a list of every row.  Ops this plugin leaves
- * to the core (the layer ops), types without a kernel and shapes the weight
- * ops refuse answer -1, so an op priced >= 0 is one the plugin runs.
+ * sparse ops are priced for a list of every row.  Types without a kernel
+ * and shapes the ops refuse (ops_weight.c, ops_layer.c) answer -1, so an
+ * op priced >= 0 is one the plugin runs.  matmul_batch is not asked about
+ * (plugin.h): -1.
  */
 #include "cuda_plugin.h"
 
@@ -41,6 +42,25 @@ double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_
         break;
     }
     case HC_OP_COPY: bytes = 2.0 * 4.0 * (double)cols; break; /* read + write */
+    /* rows = 1, cols = dim, n tokens: x read, w read, y written. */
+    case HC_OP_RMSNORM: bytes = 4.0 * (2.0 * (double)n * (double)cols + (double)cols); break;
+    /* rows = n_head, cols = head_dim, n = n_tok: each head read and written
+     * (the rotated part; priced whole). */
+    case HC_OP_ROPE:
+        if (cols > HC_CU_ROPE_MAX_ROT) /* n_rot may be up to head_dim */
+            return -1.0;
+        bytes = 2.0 * 4.0 * (double)n * (double)rows * (double)cols + 4.0 * (double)n;
+        break;
+    /* rows = positions, cols = one KV row, n = n_tok: K and V once (the
+     * heads of a group share them through the cache), q and out of each
+     * token (about one KV row each), and the second, combining kernel. */
+    case HC_OP_ATTENTION:
+        bytes = 2.0 * 4.0 * (double)rows * (double)cols + 2.0 * 4.0 * (double)n * (double)cols;
+        return bytes / bw + 2.0 * LAUNCH_SECONDS;
+    /* rows = 1, cols = n elements: one or two read, one written. */
+    case HC_OP_UNARY: bytes = 2.0 * 4.0 * (double)cols; break;
+    case HC_OP_BINARY:
+    case HC_OP_GLU: bytes = 3.0 * 4.0 * (double)cols; break;
     default: return -1.0;
     }
     return bytes / bw + LAUNCH_SECONDS;

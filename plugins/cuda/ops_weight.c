@@ -1,8 +1,8 @@
 /*
- * The weight ops: matmul, matvec_rows, axpy_rows.  This file checks the
- * arguments (plugin_kit.h's checks, with the messages the core shows) and
- * queues one kernel; the arithmetic is in kernels_dot.cu (matmul,
- * matvec_rows) and kernels_axpy.cu (axpy_rows).
+ * The weight ops: matmul, matvec_rows, axpy_rows and matmul_batch.  This
+ * file checks the arguments (plugin_kit.h's checks, with the messages the
+ * core shows) and queues the kernels; the arithmetic is in kernels_dot.cu (matmul,
+ * matvec_rows, matmul_batch) and kernels_axpy.cu (axpy_rows).
  *
  * Refused with HC_E_UNSUPPORTED (nothing queued; the core runs the call on
  * the CPU): Q6_K, which has no kernel yet, and shapes whose row count or
@@ -43,31 +43,33 @@ static hc_status check_weights(hc_device *dev, const char *op, hc_type t, hc_ref
     return st != HC_OK ? st : hc_cu_check_ref(dev, op, "w", w, *bytes, hc_kit_weight_align(t));
 }
 
-/* matmul (no list) and matvec_rows share everything but the row list. */
-static hc_status dot_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w, int64_t rows,
-                            int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
-                            hc_ref y)
+/* matmul (no list) and matvec_rows share everything but the row list:
+ * the checks, and the job they queue (*job; n_out 0 when there is nothing
+ * to compute). */
+static hc_status dot_prepare(hc_device *dev, const char *op, hc_type wtype, hc_ref w, int64_t rows,
+                             int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
+                             hc_ref y, hc_cu_dot_job *job, uint64_t *wbytes, uint64_t *ybytes,
+                             uint64_t *ibytes)
 {
-    hc_device *dev;
-    uint64_t row_bytes = 0, wbytes = 0, xbytes, ybytes, ibytes = 0;
+    uint64_t row_bytes = 0, xbytes;
     char why[160];
-    hc_status st = hc_cu_stream_dev(s, op, &dev);
+    hc_status st;
 
-    if (st != HC_OK ||
-        (st = check_weights(dev, op, wtype, w, rows, cols, &row_bytes, &wbytes)) != HC_OK)
+    *ibytes = 0;
+    if ((st = check_weights(dev, op, wtype, w, rows, cols, &row_bytes, wbytes)) != HC_OK)
         return st;
     if (n < 0)
         return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: negative token count %lld", op, (ll)n);
     if ((st = hc_cu_check_ref_n(dev, op, "x", x, n, cols, 4, &xbytes)) != HC_OK ||
-        (st = hc_cu_check_ref_n(dev, op, "y", y, n, rows, 4, &ybytes)) != HC_OK ||
-        (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "x", x, xbytes)) != HC_OK ||
-        (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "w", w, wbytes)) != HC_OK)
+        (st = hc_cu_check_ref_n(dev, op, "y", y, n, rows, 4, ybytes)) != HC_OK ||
+        (st = hc_cu_check_disjoint(dev, op, "y", y, *ybytes, "x", x, xbytes)) != HC_OK ||
+        (st = hc_cu_check_disjoint(dev, op, "y", y, *ybytes, "w", w, *wbytes)) != HC_OK)
         return st;
     if (idx) {
         if (n_idx < 0)
             return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: negative n_idx %lld", op, (ll)n_idx);
-        if ((st = hc_cu_check_ref_n(dev, op, "idx", *idx, n_idx, 1, 4, &ibytes)) != HC_OK ||
-            (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "idx", *idx, ibytes)) != HC_OK)
+        if ((st = hc_cu_check_ref_n(dev, op, "idx", *idx, n_idx, 1, 4, ibytes)) != HC_OK ||
+            (st = hc_cu_check_disjoint(dev, op, "y", y, *ybytes, "idx", *idx, *ibytes)) != HC_OK)
             return st;
     }
     if ((st = hc_cu_weight_shape_ok(wtype, rows, cols, n, why, sizeof why)) != HC_OK)
@@ -75,11 +77,30 @@ static hc_status dot_common(hc_stream *s, const char *op, hc_type wtype, hc_ref 
     if (idx && n_idx > INT32_MAX)
         return hc_cu_fail(dev->ctx, HC_E_UNSUPPORTED, "%s: n_idx %lld exceeds a 32-bit grid", op,
                           (ll)n_idx);
-    if (n == 0 || rows == 0 || (idx && n_idx == 0))
+    job->w = hc_cu_addr(w);
+    job->row_bytes = row_bytes;
+    job->rows = rows;
+    job->idx = idx ? hc_cu_addr(*idx) : NULL;
+    job->n_out = n == 0 || rows == 0 ? 0 : idx ? n_idx : rows;
+    job->y = hc_cu_addr(y);
+    return HC_OK;
+}
+
+static hc_status dot_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w, int64_t rows,
+                            int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
+                            hc_ref y)
+{
+    hc_device *dev;
+    hc_cu_dot_job job;
+    uint64_t wbytes, ybytes, ibytes;
+    hc_status st = hc_cu_stream_dev(s, op, &dev);
+
+    if (st != HC_OK || (st = dot_prepare(dev, op, wtype, w, rows, cols, x, n, idx, n_idx, y, &job,
+                                         &wbytes, &ybytes, &ibytes)) != HC_OK)
+        return st;
+    if (job.n_out == 0)
         return HC_OK;
-    int e = hc_cu_launch_dot_rows(s->s, wtype, hc_cu_addr(w), row_bytes, rows, cols,
-                                  hc_cu_addr(x), n, idx ? hc_cu_addr(*idx) : NULL,
-                                  idx ? n_idx : rows, hc_cu_addr(y));
+    int e = hc_cu_launch_dot_jobs(s->s, wtype, &job, 1, cols, hc_cu_addr(x), n);
     return hc_cu_check_queued(s, (cudaError_t)e, op);
 }
 
@@ -93,6 +114,87 @@ hc_status hc_cu_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
                             hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {
     return dot_common(s, "matvec_rows", wtype, w, rows, cols, x, n, &idx, n_idx, y);
+}
+
+/* Products per call that are checked together and queued by type; a
+ * longer batch is taken in turns (each turn checked before it queues). */
+#define BATCH_MAX 16
+
+typedef struct batch_item {
+    hc_cu_dot_job job;
+    hc_type wtype;
+    hc_ref w, idx, y;
+    uint64_t wbytes, ybytes, ibytes;
+} batch_item;
+
+/* y of a does not touch b's weight, list or output. */
+static hc_status batch_disjoint(hc_device *dev, const char *op, const batch_item *a,
+                                const batch_item *b)
+{
+    hc_status st;
+    if ((st = hc_cu_check_disjoint(dev, op, "a product's y", a->y, a->ybytes, "another's w", b->w,
+                                   b->wbytes)) != HC_OK ||
+        (st = hc_cu_check_disjoint(dev, op, "a product's y", a->y, a->ybytes, "another's y", b->y,
+                                   b->ybytes)) != HC_OK)
+        return st;
+    if (b->idx.buf)
+        return hc_cu_check_disjoint(dev, op, "a product's y", a->y, a->ybytes, "another's idx",
+                                    b->idx, b->ibytes);
+    return HC_OK;
+}
+
+/* Every product as matmul / matvec_rows computes it (hc_cu_launch_dot_jobs:
+ * the same kernel, whatever else shares its launch), one launch per weight
+ * type present.  Everything is checked before anything is queued, so a
+ * refused batch (one product of a type without a kernel, say) changes
+ * nothing and the core runs its products one by one. */
+hc_status hc_cu_matmul_batch(hc_stream *s, const hc_matmul_desc *desc, int n_desc, int64_t cols,
+                             hc_ref x, int64_t n)
+{
+    static const char op[] = "matmul_batch";
+    static const hc_type TYPES[] = {HC_TYPE_F32, HC_TYPE_F16, HC_TYPE_Q8_0, HC_TYPE_Q4_0};
+    hc_device *dev;
+    batch_item it[BATCH_MAX];
+    hc_cu_dot_job jobs[BATCH_MAX];
+    hc_status st = hc_cu_stream_dev(s, op, &dev);
+
+    if (st != HC_OK)
+        return st;
+    if (n_desc < 0 || (n_desc > 0 && !desc))
+        return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: %d products at %p", op, n_desc,
+                          (const void *)desc);
+    for (; n_desc > BATCH_MAX; desc += BATCH_MAX, n_desc -= BATCH_MAX)
+        if ((st = hc_cu_matmul_batch(s, desc, BATCH_MAX, cols, x, n)) != HC_OK)
+            return st;
+    for (int i = 0; i < n_desc; i++) {
+        const hc_matmul_desc *d = &desc[i];
+        batch_item *b = &it[i];
+        const char *name = d->idx.buf ? "matmul_batch (as matvec_rows)" : "matmul_batch (as matmul)";
+        b->wtype = d->wtype;
+        b->w = d->w;
+        b->idx = d->idx;
+        b->y = d->y;
+        if ((st = dot_prepare(dev, name, d->wtype, d->w, d->rows, cols, x, n,
+                              d->idx.buf ? &d->idx : NULL, d->n_idx, d->y, &b->job, &b->wbytes,
+                              &b->ybytes, &b->ibytes)) != HC_OK)
+            return st;
+        for (int j = 0; j < i; j++)
+            if ((st = batch_disjoint(dev, op, &it[i], &it[j])) != HC_OK ||
+                (st = batch_disjoint(dev, op, &it[j], &it[i])) != HC_OK)
+                return st;
+    }
+    for (size_t ti = 0; ti < sizeof TYPES / sizeof TYPES[0]; ti++) {
+        int nj = 0;
+        for (int i = 0; i < n_desc; i++)
+            if (it[i].wtype == TYPES[ti] && it[i].job.n_out > 0)
+                jobs[nj++] = it[i].job;
+        if (nj == 0)
+            continue;
+        int e = hc_cu_launch_dot_jobs(s->s, TYPES[ti], jobs, nj, cols, hc_cu_addr(x), n);
+        if ((st = hc_cu_check_queued(s, (cudaError_t)e, op)) != HC_OK)
+            return st;
+    }
+    return HC_OK;
 }
 
 hc_status hc_cu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,

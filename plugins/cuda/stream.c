@@ -43,6 +43,7 @@ void hc_cu_stream_destroy(hc_stream *s)
         (void)cudaStreamSynchronize(s->s);
         (void)cudaStreamDestroy(s->s);
     }
+    hc_cu_buffer_free(s->scratch);
     s->magic = 0;
     free(s);
 }
@@ -61,4 +62,29 @@ hc_status hc_cu_stream_flush(hc_stream *s)
     hc_device *dev;
     /* Nothing to start (see above): only the stream's state to report. */
     return hc_cu_stream_dev(s, "stream_flush", &dev);
+}
+
+hc_status hc_cu_stream_scratch(hc_stream *s, uint64_t bytes, void **out)
+{
+    hc_status st;
+
+    *out = NULL;
+    if (s->scratch && s->scratch->size >= bytes) {
+        *out = s->scratch->ptr;
+        return HC_OK;
+    }
+    /* Queued kernels may still use the old buffer. */
+    if (s->scratch) {
+        if ((st = hc_cu_stream_sync(s)) != HC_OK)
+            return st;
+        hc_cu_buffer_free(s->scratch);
+        s->scratch = NULL;
+    }
+    /* At least a page: small calls of different sizes share one buffer. */
+    if ((st = hc_cu_buffer_alloc(s->dev, bytes < 4096 ? 4096 : bytes, &s->scratch)) != HC_OK) {
+        s->scratch = NULL; /* the allocation recorded why */
+        return st;
+    }
+    *out = s->scratch->ptr;
+    return HC_OK;
 }
