@@ -1155,7 +1155,8 @@ static char *print_to_string(const hc_plan *p, const char *label)
     }
     FILE *f = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(f);
-    hc_tool_print_plan(f, p ? &info : NULL, p ? layers : NULL, label);
+    hc_tool_print_plan(f, p ? &info : NULL, p ? layers : NULL,
+                       p && p->whole_layers ? HC_SPLIT_LAYERS : HC_SPLIT_NEURONS, label);
     fclose(f);
     return buf;
 }
