@@ -447,7 +447,9 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
             if (plan_for(p->split, &in, &m->plan))
                 goto out;
             snprintf(m->gpu_index_note, sizeof m->gpu_index_note,
-                     "re-solved for %.1f MiB after running out of GPU memory (not saved)",
+                     p->split == HC_SPLIT_LAYERS
+                         ? "whole layers for %.1f MiB after running out of GPU memory"
+                         : "re-solved for %.1f MiB after running out of GPU memory (not saved)",
                      (double)in.budget / MiB);
         }
     }
