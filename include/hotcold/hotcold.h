@@ -156,8 +156,9 @@ typedef struct hc_model_params {
     size_t size;
     /* "cpu" (default): everything on the CPU.  "vulkan", "vulkan:1", ...:
      * that device holds what fits in vram_budget in PowerInfer's order
-     * (attention, predictors, norms, output, KV cache, then hot neurons);
-     * the CPU holds and computes the rest (hybrid), or nothing if it all fits. */
+     * (attention, predictors, norms, output, KV cache, then hot neurons), or
+     * whole layers in order (split = HC_SPLIT_LAYERS); the CPU holds and
+     * computes the rest (hybrid), or nothing if it all fits. */
     const char *device;
     int sparse;             /* hc_sparse_mode */
     float sparse_threshold; /* NAN: $LLAMA_SPARSE_PRED_THRESHOLD, else the file's
@@ -274,7 +275,8 @@ HC_API void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *
 typedef struct hc_plan_info {
     uint64_t budget;        /* bytes the GPU was allowed */
     uint64_t capacity;      /* what that left for hot neurons once attention, predictors,
-                               norms, the output head and the KV cache were placed */
+                               norms, the output head and the KV cache were placed (0 for
+                               HC_SPLIT_LAYERS: neurons go with their layers) */
     uint64_t gpu_bytes, cpu_bytes; /* every byte of the model on each side, KV cache included */
     int n_layer;
     int64_t n_ff;
