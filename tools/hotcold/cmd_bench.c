@@ -147,7 +147,7 @@ static void print_placement(const hc_model *m, int mode)
     hc_plan_info p;
     if (hc_model_plan_info(m, &p) != 0)
         return;
-    int n_gpu = 0; /* layers whose FFN is all on the GPU */
+    int n_gpu = 0; /* layers wholly on the GPU: attention and every neuron */
     int64_t hot = 0;
     for (int l = 0; l < p.n_layer; l++) {
         hc_plan_layer_info li;
@@ -158,8 +158,7 @@ static void print_placement(const hc_model *m, int mode)
     printf("split      %s (ffn %s): %.2f of a %.2f MiB budget on the GPU (%d of %d layers whole, "
            "%.1f%% of FFN neurons), output head on the %s\n",
            hc_tool_split_name(hc_model_split(m)), hc_tool_sparse_mode_name(mode),
-           (double)p.gpu_bytes / (1 << 20),
-           (double)p.budget / (1 << 20), n_gpu, p.n_layer,
+           (double)p.gpu_bytes / (1 << 20), (double)p.budget / (1 << 20), n_gpu, p.n_layer,
            100.0 * (double)hot / ((double)p.n_ff * p.n_layer), p.output_on_gpu ? "GPU" : "CPU");
 }
 
