@@ -145,6 +145,71 @@ START_TEST(help_lists_the_flags)
 }
 END_TEST
 
+/* --split: both commands list it, a bad value is one line naming the flag
+ * and its values, without a GPU it says it does not apply, and -ngl
+ * points at it. */
+START_TEST(split_flag)
+{
+    static const char *const cmds[] = {"run", "bench"};
+    char args[256];
+    cli_result r;
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "%s --help", cmds[i]);
+        cli(&r, args);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_msg(strstr(r.out, "--split MODE") && strstr(r.out, "neurons") &&
+                          strstr(r.out, "layers"),
+                      "%s --help: %s", cmds[i], r.out);
+        cli_free(&r);
+        snprintf(args, sizeof args, "%s --split rows -n 1", cmds[i]);
+        cli(&r, args);
+        ck_assert_int_eq(r.status, 2);
+        snprintf(args, sizeof args, "hotcold %s: bad value 'rows' for --split (neurons or "
+                                    "layers)\n", cmds[i]);
+        ck_assert_str_eq(r.err, args);
+        cli_free(&r);
+        snprintf(args, sizeof args, "%s -ngl 99", cmds[i]);
+        cli(&r, args);
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_msg(strstr(r.err, "-ngl is a llama.cpp flag; instead: --split layers "
+                                    "--vram-budget GiB"),
+                      "stderr: %s", r.err);
+        cli_free(&r);
+    }
+    cli(&r, "run --split layers -n 2 --temp 0");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "--split") && strstr(r.err, "only matter with --device <gpu>"),
+                  "stderr: %s", r.err);
+    cli_free(&r);
+    /* The bench names the split, so two runs can be compared. */
+    cli(&r, "bench --split layers --sparse off -p 0 -n 2 -r 1");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "--split only matter with --device <gpu>"), "stderr: %s", r.err);
+    ck_assert_msg(strstr(r.out, "\nsplit      none: everything on the CPU\n"), "stdout: %s",
+                  r.out);
+    cli_free(&r);
+    cli(&r, "devices");
+    const int vulkan = r.status == 0 && strstr(r.out, "vulkan:0 ") != NULL;
+    cli_free(&r);
+    if (!vulkan) {
+        printf("split_flag: bench on a GPU skipped: no vulkan device\n");
+        return;
+    }
+    /* 4 MiB: relu2M's layers (f32, n_embd 128, n_ff 384) take 836 KiB each:
+     * 256 KiB attention, 384 neurons of 3 x 512 bytes = 576 KiB, 1 KiB of
+     * norms, 3 KiB of KV cache (K and V, 3 tokens of 128 floats).  4 layers
+     * = 3344 KiB = 3.27 MiB fit, 5 (4.08 MiB) do not. */
+    snprintf(args, sizeof args, "bench -m '%s' --device vulkan --split layers --vram-budget "
+             "0.00390625 --sparse off -p 0 -n 2 -r 1", model("relu2M.gguf"));
+    cli(&r, args);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "\nsplit      layers (ffn off): 3.27 of a 4.00 MiB budget on "
+                                "the GPU (4 of 6 layers whole, 66.7% of FFN neurons)"),
+                  "stdout: %s", r.out);
+    cli_free(&r);
+}
+END_TEST
+
 /* Copy stories260K with one metadata key or one tensor's type changed.
  * The copy is written by our GGUF writer from the reader's view. */
 static const char *doctored_copy(const char *name, const char *arch, const char *tensor,
@@ -457,6 +522,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, context_overflow);
     tcase_add_test(tc, bad_option_value);
     tcase_add_test(tc, help_lists_the_flags);
+    tcase_add_test(tc, split_flag);
     tcase_add_test(tc, unknown_architecture);
     tcase_add_test(tc, unknown_tensor_type);
     tcase_add_test(tc, bench_ops_q6_k);

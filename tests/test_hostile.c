@@ -519,6 +519,25 @@ START_TEST(load_reports_read_progress)
 }
 END_TEST
 
+/* hc_model_params.split outside hc_split_mode: refused, naming the field. */
+START_TEST(load_refuses_an_unknown_split)
+{
+    hc_engine *e = hc_engine_open(NULL);
+    ck_assert(e != NULL);
+    static const int bad[] = {-1, 3, 1000};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hc_model_params mp = hc_model_default_params();
+        mp.split = bad[i];
+        ck_assert_ptr_null(hc_model_load(e, model("relu2M.gguf"), &mp));
+        char want[128];
+        snprintf(want, sizeof want, "params.split is %d (HC_SPLIT_AUTO, HC_SPLIT_NEURONS or "
+                                    "HC_SPLIT_LAYERS)", bad[i]);
+        ck_assert_msg(strstr(hc_last_error(), want) != NULL, "error: %s", hc_last_error());
+    }
+    hc_engine_close(e);
+}
+END_TEST
+
 START_TEST(describe_of_no_model_is_empty)
 {
     hc_model_desc d;
@@ -564,6 +583,7 @@ static Suite *hostile_suite(void)
     tcase_add_test(cl, help_names_a_command);
     tcase_add_test(cl, load_reports_read_progress);
     tcase_add_test(cl, describe_of_no_model_is_empty);
+    tcase_add_test(cl, load_refuses_an_unknown_split);
     suite_add_tcase(s, cl);
     return s;
 }

@@ -798,6 +798,214 @@ START_TEST(gpu_out_of_memory)
 }
 END_TEST
 
+/* ---- --split layers: whole layers from layer 0 ------------------------------ */
+
+static hc_model *load_split(const char *path, double budget, int sparse, int split,
+                            int gpu_index, const char *idx_path)
+{
+    hc_model_params mp = hc_model_default_params();
+    mp.device = GPU;
+    mp.vram_budget = budget;
+    mp.sparse = sparse;
+    mp.split = split;
+    mp.gpu_index = gpu_index;
+    mp.gpu_index_path = idx_path;
+    mp.n_ctx = 256;
+    hc_model *m = hc_model_load(engine, path, &mp);
+    ck_assert_msg(m != NULL, "load %s, split %d: %s", path, split, hc_last_error());
+    return m;
+}
+
+/* The plan and the model it placed: layers 0 .. n-1 whole on the GPU, the
+ * rest whole on the CPU, no neuron split, within the budget.  Returns n. */
+static int whole_layer_prefix(const hc_model *m, double budget)
+{
+    const hc_plan *p = hc_model_plan(m);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_int_eq(p->whole_layers, 1);
+    ck_assert_int_eq(hc_model_split(m), HC_SPLIT_LAYERS);
+    ck_assert_msg((double)p->gpu_bytes <= budget, "%llu bytes on the GPU, budget %.0f",
+                  (unsigned long long)p->gpu_bytes, budget);
+    int n = 0;
+    while (n < p->n_layer && p->layers[n].attn)
+        n++;
+    for (int il = 0; il < p->n_layer; il++) {
+        const int on = il < n;
+        const hc_place_layer *pl = &p->layers[il];
+        ck_assert_msg(pl->attn == on && pl->ffn_norm == on && pl->kv == on &&
+                          pl->n_hot == (on ? p->n_ff : 0) && (on || !pl->pred),
+                      "layer %d of a %d-layer prefix: attn %d norm %d kv %d pred %d, %lld hot",
+                      il, n, pl->attn, pl->ffn_norm, pl->kv, pl->pred, (long long)pl->n_hot);
+        /* What was placed is what the plan says. */
+        ck_assert_int_eq(m->layers[il].attn_gpu, on);
+        ck_assert_int_eq(m->layers[il].n_hot, on ? p->n_ff : 0);
+    }
+    if (p->output)
+        ck_assert_int_eq(n, p->n_layer); /* the head goes after the last layer */
+    return n;
+}
+
+/* Greedy ids with --split layers at budgets holding no layer, the first
+ * half of them (and half the next), and everything, each against `want`:
+ * golden ids (near-ties as in test_golden) or the all-CPU run's (equal). */
+static void layers_at_budgets(const char *path, int sparse, const int32_t *prompt, int n_prompt,
+                              const int32_t *want, int n, int golden)
+{
+    int32_t got[MAX_IDS];
+    hc_context_run_stats rs;
+    /* Each layer's bytes, from a neuron-split plan that holds everything
+     * (another solver path: there every layer is whole too). */
+    hc_model *m = load(path, GPU, 1e12, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    const hc_plan *all = hc_model_plan(m);
+    const int n_layer = all->n_layer, k = all->n_layer / 2;
+    double prefix = 0;
+    for (int il = 0; il < k; il++)
+        prefix += (double)all->layers[il].gpu_bytes;
+    const double half = prefix + (double)all->layers[k].gpu_bytes / 2;
+    hc_model_free(m);
+
+    const struct {
+        double budget;
+        int n_gpu;
+    } cases[] = {{0, 0}, {half, k}, {1e12, n_layer}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        m = load_split(path, cases[c].budget, sparse, HC_SPLIT_LAYERS, HC_GPU_INDEX_DISABLE, NULL);
+        ck_assert_int_eq(whole_layer_prefix(m, cases[c].budget), cases[c].n_gpu);
+        greedy(m, prompt, n_prompt, golden ? want : NULL, n, got, &rs);
+        if (!golden)
+            ck_assert_mem_eq(got, want, (size_t)n * sizeof *got);
+        if (cases[c].n_gpu == 0)
+            ck_assert_int_eq(rs.gpu_rows, 0);
+        else if (cases[c].n_gpu == n_layer)
+            ck_assert_int_eq(rs.cpu_rows, 0);
+        else
+            ck_assert_msg(rs.gpu_rows > 0 && rs.cpu_rows > 0, "gpu %lld cpu %lld rows",
+                          (long long)rs.gpu_rows, (long long)rs.cpu_rows);
+        printf("%s, mode %d, --split layers, budget %.0f: %d of %d layers on the GPU, %d ids "
+               "equal to the %s\n",
+               path, sparse, cases[c].budget, cases[c].n_gpu, n_layer, n,
+               golden ? "golden file's" : "all-CPU run's");
+        hc_model_free(m);
+    }
+}
+
+START_TEST(split_layers_stories260K_golden)
+{
+    json_object *root = hc_test_load_json(hc_test_path(HC_TEST_DATA, "golden/stories260K.json"));
+    json_object *fp, *o;
+    ck_assert(root != NULL);
+    int32_t prompt[MAX_IDS], want[MAX_IDS];
+    ck_assert(json_object_object_get_ex(root, "from_prompt", &fp));
+    ck_assert(json_object_object_get_ex(fp, "prompt_ids", &o));
+    const int n_prompt = hc_test_json_ints(o, prompt, MAX_IDS);
+    ck_assert(json_object_object_get_ex(fp, "greedy_ids", &o));
+    const int n = hc_test_json_ints(o, want, MAX_IDS);
+    ck_assert(n_prompt > 1 && n > 10);
+    layers_at_budgets(model("stories260K.gguf"), HC_SPARSE_AUTO, prompt, n_prompt, want, n, 1);
+    json_object_put(root);
+}
+END_TEST
+
+START_TEST(split_layers_relu2M_powerinfer)
+{
+    const char *path = model(SPARSE_MODEL);
+    static const int modes[] = {HC_SPARSE_PREDICTOR, HC_SPARSE_OFF};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        int32_t prompt[32], want[N_IDS];
+        hc_model *m = load(path, "cpu", -1, modes[i], HC_GPU_INDEX_DISABLE, NULL);
+        const char *text = "Once upon a time, there was a little dog named";
+        const int n_prompt = hc_model_tokenize(m, text, strlen(text), 1, prompt, 32);
+        ck_assert(n_prompt > 5 && n_prompt <= 32);
+        greedy(m, prompt, n_prompt, NULL, N_IDS, want, NULL);
+        hc_model_free(m);
+        layers_at_budgets(path, modes[i], prompt, n_prompt, want, N_IDS, 0);
+    }
+}
+END_TEST
+
+/* A neuron split saved by a neurons run is neither applied in layers mode
+ * (which needs no solve) nor overwritten by it, --reset-gpu-index or not,
+ * and the next neurons run still reuses it. */
+START_TEST(split_layers_leave_gpu_index_alone)
+{
+    const char *path = model(SPARSE_MODEL);
+    char idx[4096];
+    snprintf(idx, sizeof idx, "%s", hc_test_path(hc_test_tmpdir(), "split.generated.gpuidx"));
+    unlink(idx);
+    hc_model *m = load(path, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    const double half = (double)hc_model_plan(m)->gpu_bytes - (double)d.ffn_bytes / 2;
+    hc_model_free(m);
+
+    /* Layers mode with no index there makes none. */
+    m = load_split(path, half, HC_SPARSE_PREDICTOR, HC_SPLIT_LAYERS, HC_GPU_INDEX_USE, idx);
+    whole_layer_prefix(m, half);
+    ck_assert_int_ne(access(idx, F_OK), 0);
+    hc_model_free(m);
+
+    m = load_split(path, half, HC_SPARSE_PREDICTOR, HC_SPLIT_NEURONS, HC_GPU_INDEX_RESET, idx);
+    ck_assert_int_eq(hc_model_split(m), HC_SPLIT_NEURONS);
+    const int64_t n_hot = hot_total(hc_model_plan(m));
+    hc_model_free(m);
+    size_t len;
+    char *saved = hc_test_read_file(idx, &len);
+    ck_assert_ptr_nonnull(saved);
+
+    static const int modes[] = {HC_GPU_INDEX_USE, HC_GPU_INDEX_RESET};
+    for (size_t i = 0; i < 2; i++) {
+        m = load_split(path, half, HC_SPARSE_PREDICTOR, HC_SPLIT_LAYERS, modes[i], idx);
+        whole_layer_prefix(m, half);
+        ck_assert_int_eq(hc_model_plan(m)->from_file, 0);
+        ck_assert_msg(strstr(hc_model_plan_note(m), "neither read nor written") != NULL, "%s",
+                      hc_model_plan_note(m));
+        ck_assert_msg(same_bytes(idx, saved, len), "gpu index mode %d: the file changed",
+                      modes[i]);
+        hc_model_free(m);
+    }
+    m = load_split(path, half, HC_SPARSE_PREDICTOR, HC_SPLIT_AUTO, HC_GPU_INDEX_USE, idx);
+    ck_assert_msg(hc_model_plan(m)->from_file == 1, "not reused: %s", hc_model_plan_note(m));
+    ck_assert_int_eq(hot_total(hc_model_plan(m)), n_hot);
+    hc_model_free(m);
+    free(saved);
+    unlink(idx);
+}
+END_TEST
+
+/* A GPU smaller than the budget in layers mode: the retry after running
+ * out of memory places fewer whole layers, never a part of one. */
+START_TEST(split_layers_out_of_memory)
+{
+    const char *path = model(SPARSE_MODEL);
+    int32_t bos = 1, want[N_IDS], got[N_IDS];
+    hc_context_run_stats rs;
+    hc_model *m = load(path, "cpu", -1, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, &bos, 1, NULL, N_IDS, want, NULL);
+    hc_model_free(m);
+    m = load(path, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    const double share = (double)hc_model_plan(m)->gpu_bytes;
+    const int n_layer = hc_model_plan(m)->n_layer;
+    hc_model_free(m);
+    set_memory_limit(0.4 * share);
+    m = load_split(path, 1e12, HC_SPARSE_PREDICTOR, HC_SPLIT_LAYERS, HC_GPU_INDEX_DISABLE, NULL);
+    const int n = whole_layer_prefix(m, 1e12);
+    printf("--split layers, limit 40%% of %.0f bytes: %d of %d layers on the GPU; plan: %s\n",
+           share, n, n_layer, hc_model_plan_note(m));
+    ck_assert_msg(n > 0 && n < n_layer, "%d of %d layers", n, n_layer);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert_mem_eq(got, want, sizeof want);
+    hc_model_free(m);
+    set_memory_limit(0);
+    m = load_split(path, 1e12, HC_SPARSE_PREDICTOR, HC_SPLIT_LAYERS, HC_GPU_INDEX_DISABLE, NULL);
+    ck_assert_int_eq(whole_layer_prefix(m, 1e12), 0);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    ck_assert_int_eq(rs.gpu_rows, 0);
+    ck_assert_mem_eq(got, want, sizeof want);
+    hc_model_free(m);
+    clear_memory_limit();
+}
+END_TEST
+
 int main(void)
 {
     const char *gpu = getenv("HOTCOLD_TEST_GPU");
@@ -836,6 +1044,14 @@ int main(void)
     tcase_add_checked_fixture(oom, NULL, clear_memory_limit);
     tcase_add_test(oom, gpu_out_of_memory);
     suite_add_tcase(s, oom);
+    TCase *split = tcase_create("split");
+    tcase_set_timeout(split, 600);
+    tcase_add_checked_fixture(split, NULL, clear_memory_limit);
+    tcase_add_test(split, split_layers_stories260K_golden);
+    tcase_add_test(split, split_layers_relu2M_powerinfer);
+    tcase_add_test(split, split_layers_leave_gpu_index_alone);
+    tcase_add_test(split, split_layers_out_of_memory);
+    suite_add_tcase(s, split);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_VERBOSE);

@@ -540,6 +540,110 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/* ---- --split layers (hc_plan_layers) ---------------------------------------- */
+/* 4 layers of 64 neurons: layers 0, 1, 3 take 100 + 30 + 8 + 40 + 64 * 12 =
+ * 946 bytes, layer 2 (no predictor, 20-byte neurons) 100 + 8 + 40 + 64 * 20
+ * = 1428; the output head 77.  In all 946 * 3 + 1428 + 77 = 4343. */
+static void layers_toy(toy *t)
+{
+    toy_init(t, 4, 64, 0);
+    toy_sizes(t, 100, 30, 8, 40, 12, 77);
+    t->l[2].pred_bytes = 0;
+    t->l[2].neuron_bytes = 20;
+    /* Frequencies must not matter: no neuron is chosen. */
+    toy_use_freq(t);
+    for (int l = 0; l < 4; l++)
+        for (int r = 0; r < 64; r++)
+            t->freq[l][r] = (float)((r * 37 + l * 11) % 64);
+}
+
+static hc_plan *layers(const toy *t, uint64_t budget)
+{
+    hc_place_in in = t->in;
+    hc_plan *p = NULL;
+    in.budget = budget;
+    ck_assert_msg(hc_plan_layers(&in, &p) == 0, "layers: %s", hc_last_error());
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+START_TEST(layers_prefix_at_budgets)
+{
+    toy t;
+    layers_toy(&t);
+    ck_assert_uint_eq(toy_total(&t), 4343);
+    static const struct {
+        uint64_t budget;
+        int n_gpu;       /* layers 0 .. n_gpu-1 whole on the GPU */
+        int output;
+        uint64_t gpu;    /* bytes there */
+    } cases[] = {
+        {0, 0, 0, 0},
+        {945, 0, 0, 0},            /* layer 0 needs 946 */
+        {946, 1, 0, 946},
+        {1891, 1, 0, 946},
+        {1892, 2, 0, 1892},
+        /* 1000 left after two layers: layer 2 (1428) does not fit, and
+         * layer 3 (946), which would, stays on the CPU: a prefix. */
+        {2892, 2, 0, 1892},
+        {4266, 4, 0, 4266},        /* every layer, nothing left for the head */
+        {4342, 4, 0, 4266},        /* 76 left: the head needs 77 */
+        {4343, 4, 1, 4343},
+        {1u << 30, 4, 1, 4343},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        hc_plan *p = layers(&t, cases[k].budget);
+        check_solved(&t, p, cases[k].budget);
+        ck_assert_int_eq(p->whole_layers, 1);
+        ck_assert_uint_eq(p->capacity, 0);
+        ck_assert_msg(p->output == cases[k].output && p->gpu_bytes == cases[k].gpu,
+                      "budget %llu: output %d, %llu bytes on the GPU; want %d, %llu",
+                      (unsigned long long)cases[k].budget, p->output,
+                      (unsigned long long)p->gpu_bytes, cases[k].output,
+                      (unsigned long long)cases[k].gpu);
+        for (int l = 0; l < 4; l++) {
+            const int on = l < cases[k].n_gpu;
+            expect_flags(p, l, on, on && l != 2, on, on);
+            ck_assert_msg(p->layers[l].n_hot == (on ? 64 : 0), "budget %llu layer %d: %lld hot",
+                          (unsigned long long)cases[k].budget, l,
+                          (long long)p->layers[l].n_hot);
+            ck_assert_double_eq(p->layers[l].served, on);
+        }
+        hc_plan_free(p);
+    }
+    /* All of it is the all-on plan. */
+    hc_plan *a = NULL, *l = layers(&t, 4343);
+    t.in.budget = 4343;
+    ck_assert_int_eq(hc_plan_all(&t.in, 1, &a), 0);
+    plans_equal(a, l);
+    hc_plan_free(a);
+    hc_plan_free(l);
+    /* The neuron split of the same budget is another plan: there, every
+     * attention goes first (the comparison --split makes). */
+    hc_plan *s = solve(&t, 1892);
+    ck_assert_int_eq(s->whole_layers, 0);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(s->layers[i].attn, 1);
+    hc_plan_free(s);
+}
+END_TEST
+
+START_TEST(layers_bad_input)
+{
+    toy t;
+    hc_plan *p = (hc_plan *)&t; /* must come back NULL */
+    layers_toy(&t);
+    ck_assert_int_eq(hc_plan_layers(NULL, &p), -1);
+    ck_assert_ptr_null(p);
+    ck_assert_int_eq(hc_plan_layers(&t.in, NULL), -1);
+    t.l[1].neuron_bytes = 0;
+    p = (hc_plan *)&t;
+    ck_assert_int_eq(hc_plan_layers(&t.in, &p), -1);
+    ck_assert_ptr_null(p);
+    expect_error("neuron_bytes 0", "layer 1: neuron_bytes");
+}
+END_TEST
+
 /* ---- gpuidx files ---------------------------------------------------------- */
 static const char *tmp_file(const char *name)
 {
@@ -1155,7 +1259,8 @@ static char *print_to_string(const hc_plan *p, const char *label)
     }
     FILE *f = open_memstream(&buf, &len);
     ck_assert_ptr_nonnull(f);
-    hc_tool_print_plan(f, p ? &info : NULL, p ? layers : NULL, label);
+    hc_tool_print_plan(f, p ? &info : NULL, p ? layers : NULL,
+                       p && p->whole_layers ? HC_SPLIT_LAYERS : HC_SPLIT_NEURONS, label);
     fclose(f);
     return buf;
 }
@@ -1188,6 +1293,16 @@ START_TEST(print_plan_table)
     s = print_to_string(q, NULL);
     ck_assert_ptr_nonnull(strstr(s, "from the gpuidx file"));
     ck_assert_ptr_nonnull(strstr(s, "GPU"));
+    ck_assert_ptr_nonnull(strstr(s, "split neurons"));
+    free(s);
+    toy u;
+    layers_toy(&u);
+    hc_plan *w = layers(&u, 1892);
+    s = print_to_string(w, NULL);
+    ck_assert_ptr_nonnull(strstr(s, "split layers"));
+    ck_assert_ptr_nonnull(strstr(s, "no neuron split"));
+    ck_assert_ptr_null(strstr(s, "neuron groups"));
+    hc_plan_free(w);
     free(s);
     s = print_to_string(NULL, NULL);
     ck_assert_ptr_nonnull(strstr(s, "no plan"));
@@ -1212,6 +1327,8 @@ static Suite *placement_suite(void)
     tcase_add_test(ts, served_zero_mass);
     tcase_add_test(ts, plan_all_on_and_off);
     tcase_add_test(ts, bad_input);
+    tcase_add_test(ts, layers_prefix_at_budgets);
+    tcase_add_test(ts, layers_bad_input);
     suite_add_tcase(s, ts);
     TCase *tg = tcase_create("gpuidx");
     tcase_add_test(tg, gpuidx_layout);

@@ -338,7 +338,7 @@ static hc_gguf *open_weights(const char *path, const hc_model_params *p, char *e
 hc_model_params hc_model_default_params(void)
 {
     hc_model_params p = {sizeof p, "cpu", HC_SPARSE_AUTO, NAN, -1.0, HC_GPU_INDEX_USE, NULL, 0,
-                         HC_WEIGHTS_AUTO, NULL, NULL};
+                         HC_WEIGHTS_AUTO, NULL, NULL, HC_SPLIT_AUTO};
     return p;
 }
 
@@ -356,6 +356,11 @@ hc_model *hc_model_load(hc_engine *e, const char *path, const hc_model_params *p
         p.size = sizeof p;
         if (!p.device)
             p.device = "cpu";
+    }
+    if (p.split < HC_SPLIT_AUTO || p.split > HC_SPLIT_LAYERS) {
+        hc_set_error("hc_model_load: params.split is %d (HC_SPLIT_AUTO, HC_SPLIT_NEURONS or "
+                     "HC_SPLIT_LAYERS)", p.split);
+        return NULL;
     }
     hc_model *m = calloc(1, sizeof *m);
     if (!m) {

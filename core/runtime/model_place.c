@@ -11,7 +11,8 @@
  *    every layer, so the norm runs wherever the residual is; they are
  *    still counted in the bytes.
  * A plain GGUF (down not transposed) cannot split one layer's FFN by
- * neuron: a layer gets all its neurons on the GPU or none.
+ * neuron: a layer gets all its neurons on the GPU or none.  --split layers
+ * (hc_plan_layers) places whole layers in order instead of solving.
  *
  * Out of GPU memory while uploading: everything is freed, the budget
  * shrinks to 3/4 of what was placed before the failure and the plan is
@@ -320,6 +321,12 @@ static void note_outcome(hc_model *m, const char *path, const hc_gpuidx_load *ho
     }
 }
 
+/* A fresh plan of the split asked for (hc_split_mode; AUTO is NEURONS). */
+static int plan_for(int split, const hc_place_in *in, hc_plan **out)
+{
+    return split == HC_SPLIT_LAYERS ? hc_plan_layers(in, out) : hc_plan_solve(in, out);
+}
+
 static int solve(hc_model *m, const hc_model_params *p, hc_place_in *in, const char *idx_path)
 {
     hc_gpuidx_load how;
@@ -386,8 +393,18 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
     hc_model_params pp = *p;
     if (!hc_weight_present(&m->layers[0].ffn_down_t))
         pp.gpu_index = HC_GPU_INDEX_DISABLE;
-    if (solve(m, &pp, &in, idx_path))
+    if (p->split == HC_SPLIT_LAYERS) {
+        /* Whole layers need no solve, and the file holds a neuron split:
+         * applying it here would split layers, overwriting it would lose
+         * the next neuron run's cache.  So it is left alone. */
+        if (hc_plan_layers(&in, &m->plan))
+            goto out;
+        snprintf(m->gpu_index_note, sizeof m->gpu_index_note,
+                 "whole layers (--split layers): no neuron split, %s neither read nor written",
+                 idx_path);
+    } else if (solve(m, &pp, &in, idx_path)) {
         goto out;
+    }
     int nothing_placed = 0; /* the plan that failed put only norms there */
     const int n_ctx = p->n_ctx > 0 ? p->n_ctx : m->hp.n_ctx_train;
     for (;;) {
@@ -412,6 +429,7 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
             m->has_gpu = 0;
             if (hc_plan_all(&in, 0, &m->plan))
                 goto out;
+            m->plan->whole_layers = p->split == HC_SPLIT_LAYERS;
             snprintf(m->gpu_index_note, sizeof m->gpu_index_note,
                      "the GPU had no memory: everything on the CPU, the GPU unused");
             break;
@@ -422,13 +440,16 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
             nothing_placed = 1;
             if (hc_plan_all(&in, 0, &m->plan))
                 goto out;
+            m->plan->whole_layers = p->split == HC_SPLIT_LAYERS;
             snprintf(m->gpu_index_note, sizeof m->gpu_index_note,
                      "the GPU had no memory: everything on the CPU");
         } else {
-            if (hc_plan_solve(&in, &m->plan))
+            if (plan_for(p->split, &in, &m->plan))
                 goto out;
             snprintf(m->gpu_index_note, sizeof m->gpu_index_note,
-                     "re-solved for %.1f MiB after running out of GPU memory (not saved)",
+                     p->split == HC_SPLIT_LAYERS
+                         ? "whole layers for %.1f MiB after running out of GPU memory"
+                         : "re-solved for %.1f MiB after running out of GPU memory (not saved)",
                      (double)in.budget / MiB);
         }
     }

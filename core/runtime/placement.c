@@ -319,9 +319,7 @@ out:
 }
 
 /* ---- public ------------------------------------------------------------ */
-/* The argument checks both entry points share, then an empty plan (NULL
- * with the error set). */
-static hc_plan *plan_begin(const hc_place_in *in, hc_plan **out)
+hc_plan *hc_place_begin(const hc_place_in *in, hc_plan **out)
 {
     if (!out) {
         hc_set_error("placement: out is NULL");
@@ -335,7 +333,7 @@ static hc_plan *plan_begin(const hc_place_in *in, hc_plan **out)
 
 int hc_plan_solve(const hc_place_in *in, hc_plan **out)
 {
-    hc_plan *p = plan_begin(in, out);
+    hc_plan *p = hc_place_begin(in, out);
     if (!p)
         return -1;
     uint64_t left = hc_place_fill_items(in, p);
@@ -350,7 +348,7 @@ int hc_plan_solve(const hc_place_in *in, hc_plan **out)
 
 int hc_plan_all(const hc_place_in *in, int on_gpu, hc_plan **out)
 {
-    hc_plan *p = plan_begin(in, out);
+    hc_plan *p = hc_place_begin(in, out);
     if (!p)
         return -1;
     on_gpu = on_gpu != 0;

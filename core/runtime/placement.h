@@ -74,11 +74,22 @@ typedef struct hc_plan {
     uint64_t gpu_bytes, cpu_bytes;/* totals, output included */
     double served;                /* share of all layers' activation mass on the GPU (mean over layers) */
     int from_file;                /* neuron split taken from a saved gpuidx */
+    int whole_layers;             /* made by hc_plan_layers (--split layers) */
 } hc_plan;
 
 /* Solve.  Returns 0, or -1 with hc_last_error() set (bad input, no memory). */
 int hc_plan_solve(const hc_place_in *in, hc_plan **out);
 void hc_plan_free(hc_plan *p);
+
+/* --split layers, llama.cpp's -ngl under a byte budget: layer 0, 1, ...
+ * goes whole to the GPU (attention, predictor, ffn_norm, KV and all n_ff
+ * neurons) while what is left of the budget holds it; from the first layer
+ * that does not fit, it and every later one stay whole on the CPU, so the
+ * GPU layers are a prefix and n_hot is 0 or n_ff.  The output head is the
+ * item after the last layer (as -ngl offloads it only past n_layer): on the
+ * GPU when every layer is and it fits what is left.  capacity is 0 (there
+ * is no room set aside for neurons) and whole_layers 1. */
+int hc_plan_layers(const hc_place_in *in, hc_plan **out);
 
 /* Everything on the GPU / nothing on it, whatever the budget (for
  * `--device` runs and for tests): the same struct, so one code path. */

@@ -19,6 +19,10 @@ int hc_place_check_in(const hc_place_in *in, const char *who);
 /* The group size in->group resolves to (the default rule of placement.h). */
 int hc_place_group_size(const hc_place_in *in);
 
+/* The argument checks of every solver entry point, then an empty plan
+ * (hc_place_alloc); *out is set to NULL first.  NULL with the error set. */
+hc_plan *hc_place_begin(const hc_place_in *in, hc_plan **out);
+
 /* A plan for in's shape: layers and every on_gpu[] allocated and zeroed,
  * n_layer / n_ff / group / budget set.  NULL with hc_last_error() set. */
 hc_plan *hc_place_alloc(const hc_place_in *in);

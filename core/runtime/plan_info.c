@@ -16,6 +16,14 @@ const char *hc_model_plan_note(const hc_model *m)
     return m ? m->gpu_index_note : "";
 }
 
+int hc_model_split(const hc_model *m)
+{
+    const hc_plan *p = hc_model_plan(m);
+    if (!p)
+        return -1;
+    return p->whole_layers ? HC_SPLIT_LAYERS : HC_SPLIT_NEURONS;
+}
+
 void hc_plan_info_of(const hc_plan *p, hc_plan_info *out)
 {
     *out = (hc_plan_info){p->budget,  p->capacity, p->gpu_bytes, p->cpu_bytes, p->n_layer,

@@ -139,12 +139,26 @@ typedef enum hc_weights_mode {
                             4 KiB (--no-mmap) */
 } hc_weights_mode;
 
+/* How a GPU's share of the model is chosen under vram_budget. */
+typedef enum hc_split_mode {
+    HC_SPLIT_AUTO = 0,    /* NEURONS (so far the default for every file) */
+    HC_SPLIT_NEURONS = 1, /* PowerInfer's: attention, predictors, norms, output and KV
+                             cache first, then the hottest neurons of every layer; a
+                             plain GGUF (down not transposed) cannot split a layer's
+                             FFN, so its layers get all their neurons or none */
+    HC_SPLIT_LAYERS = 2   /* llama.cpp's -ngl: whole layers (attention, FFN, predictor,
+                             KV cache) from layer 0 while they fit, the rest whole on the
+                             CPU; the output head once every layer is on the GPU.  No
+                             neuron split, so no .generated.gpuidx is read or written */
+} hc_split_mode;
+
 typedef struct hc_model_params {
     size_t size;
     /* "cpu" (default): everything on the CPU.  "vulkan", "vulkan:1", ...:
      * that device holds what fits in vram_budget in PowerInfer's order
-     * (attention, predictors, norms, output, KV cache, then hot neurons);
-     * the CPU holds and computes the rest (hybrid), or nothing if it all fits. */
+     * (attention, predictors, norms, output, KV cache, then hot neurons), or
+     * whole layers in order (split = HC_SPLIT_LAYERS); the CPU holds and
+     * computes the rest (hybrid), or nothing if it all fits. */
     const char *device;
     int sparse;             /* hc_sparse_mode */
     float sparse_threshold; /* NAN: $LLAMA_SPARSE_PRED_THRESHOLD, else the file's
@@ -160,6 +174,7 @@ typedef struct hc_model_params {
      * memory, --no-mmap), in bytes, after every 64 MiB; NULL = none. */
     void (*progress)(void *user, const char *step, uint64_t done, uint64_t total);
     void *progress_user;
+    int split;              /* hc_split_mode */
 } hc_model_params;
 
 HC_API hc_model_params hc_model_default_params(void);
@@ -263,7 +278,8 @@ HC_API void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *
 typedef struct hc_plan_info {
     uint64_t budget;        /* bytes the GPU was allowed */
     uint64_t capacity;      /* what that left for hot neurons once attention, predictors,
-                               norms, the output head and the KV cache were placed */
+                               norms, the output head and the KV cache were placed (0 for
+                               HC_SPLIT_LAYERS: neurons go with their layers) */
     uint64_t gpu_bytes, cpu_bytes; /* every byte of the model on each side, KV cache included */
     int n_layer;
     int64_t n_ff;
@@ -285,6 +301,9 @@ HC_API int hc_model_plan_info(const hc_model *m, hc_plan_info *out);
 HC_API int hc_model_plan_layer(const hc_model *m, int layer, hc_plan_layer_info *out);
 /* How the neuron split was obtained ("solved", "reused <file>", ...). */
 HC_API const char *hc_model_plan_note(const hc_model *m);
+/* The split the placement in effect was made with: HC_SPLIT_NEURONS or
+ * HC_SPLIT_LAYERS (never AUTO); -1 when the model has no GPU. */
+HC_API int hc_model_split(const hc_model *m);
 
 /* ---- sampler ------------------------------------------------------------- */
 typedef struct hc_sampler hc_sampler;

@@ -38,6 +38,9 @@ static void usage(FILE *f)
             "                        predictors, else off)\n"
             "      --device SPEC     cpu (default) or a GPU, as for 'hotcold run'\n"
             "      --vram-budget GiB what the GPU may hold (default: its free memory - 256 MiB)\n"
+            "      --split MODE      neurons (default: hot neurons on the GPU) or layers\n"
+            "                        (whole layers from layer 0, as llama.cpp's -ngl), as for\n"
+            "                        'hotcold run'; the report names it\n"
             "      --mmap, --no-mmap map the model file, or read it into memory backed by\n"
             "                        2 MiB pages (default: as 'hotcold run' decides; the\n"
             "                        report says which)\n"
@@ -52,6 +55,7 @@ typedef struct bench_opts {
     int modes[MAX_MODES], n_modes; /* --sparse; n_modes 0: the default */
     int n_threads, n_prompt, n_gen, reps;
     double vram_budget; /* bytes; < 0: the device's default */
+    int split;          /* hc_split_mode */
     int weights;        /* hc_weights_mode */
 } bench_opts;
 
@@ -122,6 +126,7 @@ static hc_model *load_mode(hc_engine *e, const bench_opts *o, int mode)
     mp.device = o->device;
     mp.sparse = mode;
     mp.vram_budget = o->vram_budget;
+    mp.split = o->split;
     mp.n_ctx = o->n_prompt + o->n_gen + 1;
     mp.weights = o->weights;
     hc_tool_progress load_progress;
@@ -132,6 +137,29 @@ static hc_model *load_mode(hc_engine *e, const bench_opts *o, int mode)
     if (!m)
         fprintf(stderr, "hotcold bench: %s\n", hc_last_error());
     return m;
+}
+
+/* The split of FFN mode `mode`'s model and what it put on the GPU, so runs
+ * with other splits or budgets can be told apart and compared.  A model
+ * without a GPU prints nothing. */
+static void print_placement(const hc_model *m, int mode)
+{
+    hc_plan_info p;
+    if (hc_model_plan_info(m, &p) != 0)
+        return;
+    int n_gpu = 0; /* layers wholly on the GPU: attention and every neuron */
+    int64_t hot = 0;
+    for (int l = 0; l < p.n_layer; l++) {
+        hc_plan_layer_info li;
+        hc_model_plan_layer(m, l, &li);
+        hot += li.n_hot;
+        n_gpu += li.n_hot == p.n_ff && li.attn;
+    }
+    printf("split      %s (ffn %s): %.2f of a %.2f MiB budget on the GPU (%d of %d layers whole, "
+           "%.1f%% of FFN neurons), output head on the %s\n",
+           hc_tool_split_name(hc_model_split(m)), hc_tool_sparse_mode_name(mode),
+           (double)p.gpu_bytes / (1 << 20), (double)p.budget / (1 << 20), n_gpu, p.n_layer,
+           100.0 * (double)hot / ((double)p.n_ff * p.n_layer), p.output_on_gpu ? "GPU" : "CPU");
 }
 
 /* "off,predictor" -> modes[]; returns the count (>= 1) or -1 after saying
@@ -173,7 +201,7 @@ static int parse_opts(int argc, char **argv, bench_opts *o)
         {"n-prompt", required_argument, 0, 'p'}, {"n-gen", required_argument, 0, 'n'},
         {"repetitions", required_argument, 0, 'r'}, {"device", required_argument, 0, 'D'},
         {"sparse", required_argument, 0, 'S'},  {"help", no_argument, 0, 'h'},
-        {"vram-budget", required_argument, 0, 'B'},
+        {"vram-budget", required_argument, 0, 'B'}, {"split", required_argument, 0, 'L'},
         {"mmap", no_argument, 0, 'M'},           {"no-mmap", no_argument, 0, 'R'},
         {0, 0, 0, 0},
     };
@@ -192,6 +220,13 @@ static int parse_opts(int argc, char **argv, bench_opts *o)
                 return -1;
             break;
         case 'B': ok = hc_tool_parse_gib(optarg, &o->vram_budget); break;
+        case 'L':
+            if (!hc_tool_parse_split(optarg, &o->split)) {
+                fprintf(stderr, "hotcold bench: bad value '%s' for --split (neurons or layers)\n",
+                        optarg);
+                return -1;
+            }
+            break;
         case 'M': o->weights = HC_WEIGHTS_MMAP; break;
         case 'R': o->weights = HC_WEIGHTS_READ; break;
         case 't': ok = hc_tool_parse_int(optarg, 1, 1024, &o->n_threads); break;
@@ -227,6 +262,9 @@ int hc_cmd_bench(int argc, char **argv)
     int pr = parse_opts(argc, argv, &o);
     if (pr)
         return pr > 0 ? 0 : 2;
+    if ((o.vram_budget >= 0 || o.split != HC_SPLIT_AUTO) && strncmp(o.device, "cpu", 3) == 0)
+        fprintf(stderr, "hotcold bench: note: --vram-budget and --split only matter with "
+                        "--device <gpu>\n");
     if (!o.model) {
         if (hc_tool_default_model(model_path, sizeof model_path))
             return 1;
@@ -322,6 +360,10 @@ int hc_cmd_bench(int argc, char **argv)
     printf("weights    %s\n", o.weights == HC_WEIGHTS_READ
                                   ? "read into memory backed by 2 MiB pages (--mmap: map the file)"
                                   : "mapped from the file (--no-mmap: read into 2 MiB pages)");
+    if (hc_model_split(models[0]) < 0)
+        printf("split      none: everything on the CPU\n");
+    for (int i = 0; i < n_modes; i++)
+        print_placement(models[i], modes[i]);
     printf("bandwidth  %.1f GB/s host read (best of %d measurements with %d threads over 512 MiB)\n",
            bw / 1e9, o.reps + 1, threads);
     printf("%-10s %8s %9s %10s %9s %8s %10s %8s\n", "ffn", "ffn %", "prompt/s", "decode/s",

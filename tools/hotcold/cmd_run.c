@@ -34,6 +34,7 @@ typedef struct run_opts {
     int sparse_check;
     double vram_budget;  /* bytes; < 0: the device's free memory - 256 MiB */
     int gpu_index;       /* hc_gpu_index_mode */
+    int split;           /* hc_split_mode */
     int print_plan;
     int weights;         /* hc_weights_mode */
     hc_sampler_params sp;
@@ -68,6 +69,10 @@ static void usage(FILE *f)
             "                          the rest at the same time (hybrid)\n"
             "      --vram-budget GiB   what the GPU may hold (default: its free memory\n"
             "                          minus 256 MiB; 0 = nothing, everything on the CPU)\n"
+            "      --split MODE        how the GPU's share is chosen: neurons (default; the\n"
+            "                          order above) or layers (whole layers from layer 0\n"
+            "                          while they fit, as llama.cpp's -ngl; the output head\n"
+            "                          once all are on the GPU; no gpu index is used)\n"
             "      --print-plan        print what sits where, per layer, before running\n"
             "      --reset-gpu-index   re-solve the neuron split and overwrite\n"
             "                          <model>.generated.gpuidx (kept for PowerInfer files,\n"
@@ -109,7 +114,8 @@ enum {
     OPT_RESET_GPU_INDEX,
     OPT_DISABLE_GPU_INDEX,
     OPT_MMAP,
-    OPT_NO_MMAP
+    OPT_NO_MMAP,
+    OPT_SPLIT
 };
 
 static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
@@ -135,6 +141,7 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
         {"sparse-threshold", required_argument, 0, OPT_SPARSE_THRESHOLD},
         {"sparse-check", no_argument, 0, OPT_SPARSE_CHECK},
         {"vram-budget", required_argument, 0, OPT_VRAM_BUDGET},
+        {"split", required_argument, 0, OPT_SPLIT},
         {"print-plan", no_argument, 0, OPT_PRINT_PLAN},
         {"reset-gpu-index", no_argument, 0, OPT_RESET_GPU_INDEX},
         {"disable-gpu-index", no_argument, 0, OPT_DISABLE_GPU_INDEX},
@@ -185,6 +192,13 @@ static int parse_args(int argc, char **argv, run_opts *o, char **prompt_buf)
             break;
         case OPT_SPARSE_CHECK: o->sparse_check = 1; break;
         case OPT_VRAM_BUDGET: ok = hc_tool_parse_gib(optarg, &o->vram_budget); break;
+        case OPT_SPLIT:
+            if (!hc_tool_parse_split(optarg, &o->split)) {
+                fprintf(stderr, "hotcold run: bad value '%s' for --split (neurons or layers)\n",
+                        optarg);
+                return -1;
+            }
+            break;
         case OPT_PRINT_PLAN: o->print_plan = 1; break;
         case OPT_RESET_GPU_INDEX: o->gpu_index = HC_GPU_INDEX_RESET; break;
         case OPT_DISABLE_GPU_INDEX: o->gpu_index = HC_GPU_INDEX_DISABLE; break;
@@ -318,10 +332,11 @@ int hc_cmd_run(int argc, char **argv)
     }
     if (!o.seed_given)
         o.sp.seed = hc_tool_random_seed();
-    if ((o.vram_budget >= 0 || o.print_plan || o.gpu_index != HC_GPU_INDEX_USE) &&
+    if ((o.vram_budget >= 0 || o.print_plan || o.gpu_index != HC_GPU_INDEX_USE ||
+         o.split != HC_SPLIT_AUTO) &&
         strncmp(o.device, "cpu", 3) == 0)
-        fprintf(stderr, "hotcold run: note: --vram-budget, --print-plan and the gpu-index flags "
-                        "only matter with --device <gpu>\n");
+        fprintf(stderr, "hotcold run: note: --vram-budget, --split, --print-plan and the "
+                        "gpu-index flags only matter with --device <gpu>\n");
     if (o.verbose)
         hc_log_set_level(HC_LOG_DEBUG);
     if (!o.model) {
@@ -346,6 +361,7 @@ int hc_cmd_run(int argc, char **argv)
     mp.sparse_threshold = o.sparse_threshold;
     mp.vram_budget = o.vram_budget;
     mp.gpu_index = o.gpu_index;
+    mp.split = o.split;
     mp.n_ctx = o.n_ctx;
     mp.weights = o.weights;
     hc_tool_progress load_progress;

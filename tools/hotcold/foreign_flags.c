@@ -17,7 +17,8 @@ typedef struct foreign_flag {
 
 static const foreign_flag flags[] = {
     {"-ngl --n-gpu-layers --gpu-layers",
-     "hotcold places by memory, not by layers: --device vulkan --vram-budget GiB"},
+     "--split layers --vram-budget GiB (with --device vulkan or cuda: whole layers from layer "
+     "0 while they fit the budget)"},
     {"-mg --main-gpu", "--device vulkan:N (see hotcold devices)"},
     {"-ts --tensor-split -sm --split-mode", "no equivalent: hotcold uses one GPU"},
     {"-fa --flash-attn", "no equivalent: hotcold's decode attention is always fused"},

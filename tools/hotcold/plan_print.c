@@ -17,15 +17,19 @@ static double pct(double num, double den)
 }
 
 void hc_tool_print_plan(FILE *f, const hc_plan_info *p, const hc_plan_layer_info *layers,
-                        const char *gpu_label)
+                        int split, const char *gpu_label)
 {
     const char *gpu = gpu_label && *gpu_label ? gpu_label : "GPU";
     if (!p || !layers) {
         fprintf(f, "placement: no plan\n");
         return;
     }
-    fprintf(f, "placement on %s: budget %.2f MiB, neuron groups of %d\n", gpu,
-            (double)p->budget / MIB, p->group);
+    if (split == HC_SPLIT_LAYERS)
+        fprintf(f, "placement on %s: split layers (whole layers from layer 0), budget %.2f MiB\n",
+                gpu, (double)p->budget / MIB);
+    else
+        fprintf(f, "placement on %s: split neurons (hot neurons first), budget %.2f MiB, neuron "
+                   "groups of %d\n", gpu, (double)p->budget / MIB, p->group);
     /* Lower-case "cpu" so the GPU items stand out in a long table. */
     fprintf(f, "%5s %-4s %-4s %-4s %-4s %15s %6s %7s %10s %10s\n", "layer", "attn", "pred",
             "norm", "kv", "hot/n_ff   ", "hot", "served", "GPU MiB", "CPU MiB");
@@ -45,9 +49,11 @@ void hc_tool_print_plan(FILE *f, const hc_plan_info *p, const hc_plan_layer_info
             (double)p->gpu_bytes / MIB, pct((double)p->gpu_bytes, (double)p->budget),
             (double)p->cpu_bytes / MIB, p->output_on_gpu ? "GPU" : "CPU");
     fprintf(f, "hot neurons on the GPU: %" PRId64 " of %.0f (%.1f%%), serving %.1f%% of "
-               "activations (mean over layers); split %s\n",
+               "activations (mean over layers); %s\n",
             hot, all, pct((double)hot, all), 100.0 * p->served,
-            p->from_file ? "from the gpuidx file" : "solved now");
+            split == HC_SPLIT_LAYERS ? "no neuron split (whole layers)"
+            : p->from_file           ? "split from the gpuidx file"
+                                     : "split solved now");
 }
 
 void hc_tool_print_model_plan(FILE *f, const hc_model *m, const char *gpu_label)
@@ -60,6 +66,6 @@ void hc_tool_print_model_plan(FILE *f, const hc_model *m, const char *gpu_label)
     hc_plan_layer_info *layers = calloc((size_t)p.n_layer, sizeof *layers);
     for (int l = 0; layers && l < p.n_layer; l++)
         hc_model_plan_layer(m, l, &layers[l]);
-    hc_tool_print_plan(f, &p, layers, gpu_label);
+    hc_tool_print_plan(f, &p, layers, hc_model_split(m), gpu_label);
     free(layers);
 }

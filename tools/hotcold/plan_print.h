@@ -10,9 +10,11 @@
  * neurons on the GPU (count of n_ff and %), the share of the layer's
  * activations they serve, and the layer's bytes on each side; then the
  * totals, the budget, the output head and where the neuron split came
- * from.  gpu_label names the GPU ("Vulkan: RTX 4090"); NULL = "GPU". */
+ * from.  split is the hc_split_mode it was made with (its title says
+ * which).  gpu_label names the GPU ("Vulkan: RTX 4090"); NULL = "GPU". */
 void hc_tool_print_plan(FILE *f, const hc_plan_info *p, const hc_plan_layer_info *layers,
-                        const char *gpu_label);
+                        int split, const char *gpu_label);
+
 /* The same for a model (hc_model_plan_info); says so when it has no GPU. */
 void hc_tool_print_model_plan(FILE *f, const hc_model *m, const char *gpu_label);
 

@@ -197,6 +197,22 @@ const char *hc_tool_sparse_mode_name(int mode)
     return mode >= 0 && mode < 4 ? names[mode] : "?";
 }
 
+int hc_tool_parse_split(const char *s, int *mode)
+{
+    if (!strcmp(s, "neurons"))
+        *mode = HC_SPLIT_NEURONS;
+    else if (!strcmp(s, "layers"))
+        *mode = HC_SPLIT_LAYERS;
+    else
+        return 0;
+    return 1;
+}
+
+const char *hc_tool_split_name(int mode)
+{
+    return mode == HC_SPLIT_LAYERS ? "layers" : mode == HC_SPLIT_NEURONS ? "neurons" : "auto";
+}
+
 double hc_tool_token_bytes(const hc_model *m, const hc_context *c)
 {
     hc_model_desc d;

@@ -92,6 +92,11 @@ void hc_tool_on_load_progress(void *user, const char *step, uint64_t done, uint6
 /* "off", "oracle", "predictor", "auto" -> hc_sparse_mode.  1 = ok. */
 int hc_tool_parse_sparse_mode(const char *s, int *mode);
 const char *hc_tool_sparse_mode_name(int mode);
+/* "neurons", "layers" -> hc_split_mode (--split; "auto" is no value a user
+ * types: it is what no --split means).  1 = ok. */
+int hc_tool_parse_split(const char *s, int *mode);
+/* "neurons", "layers", or "auto" for HC_SPLIT_AUTO. */
+const char *hc_tool_split_name(int mode);
 /* Bytes a decoded token reads given the context's measured sparsity (the
  * dense figure when the FFN is dense). */
 double hc_tool_token_bytes(const hc_model *m, const hc_context *c);
