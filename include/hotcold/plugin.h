@@ -179,6 +179,7 @@ typedef struct hc_plugin_ctx hc_plugin_ctx;
 typedef struct hc_device hc_device;
 typedef struct hc_buffer hc_buffer;
 typedef struct hc_stream hc_stream;
+typedef struct hc_graph hc_graph; /* a captured sequence of work (ABI 1.3) */
 
 /* A place in a buffer. */
 typedef struct hc_ref {
@@ -227,7 +228,8 @@ typedef enum hc_op_id {
     HC_OP_MATMUL_BATCH = 10, /* the ABI 1.2 entry; op_cost is never asked about it */
     HC_OP_SELECT_ROWS = 11,  /* the ABI 1.3 device-side selection ops ... */
     HC_OP_MATVEC_ROWS_COUNTED = 12,
-    HC_OP_AXPY_ROWS_COUNTED = 13 /* ... priced like the ops they extend (op_cost) */
+    HC_OP_AXPY_ROWS_COUNTED = 13, /* ... priced like the ops they extend (op_cost) */
+    HC_OP_SCATTER_ROWS = 14       /* ABI 1.3: rows to places read from device memory */
 } hc_op_id;
 
 /* One product of a matmul_batch (ABI 1.2): W (rows x cols of wtype) times
@@ -350,6 +352,8 @@ typedef struct hc_plugin_ops {
      *   SELECT_ROWS  rows = n_rows, cols = 1, n = n_tok
      *   MATVEC_ROWS_COUNTED, AXPY_ROWS_COUNTED  as their base ops, for a
      *              count of every row
+     *   SCATTER_ROWS  rows = the destination's rows, cols = row_bytes / 4,
+     *              n = the call's n
      * wtype is HC_TYPE_F32 for every op without a weight.  Other ids
      * (HC_OP_MATMUL_BATCH, ids of later minors) may answer -1.
      * `hotcold bench --ops` prints the answer beside the time it measures;
@@ -411,6 +415,38 @@ typedef struct hc_plugin_ops {
                                    int64_t cols, hc_ref h, int64_t n, hc_ref idx, hc_ref count,
                                    int64_t max_idx, hc_ref y);
 
+    /* optional: dst row pos[t] = src row t for t < n, rows of row_bytes
+     * (a multiple of 4) each, src rows contiguous, dst holding dst_rows
+     * rows; pos: int32[n] in device memory, and a position outside
+     * [0, dst_rows) copies nothing.  The KV cache's new rows go to the
+     * positions the device holds, so a pass's work does not depend on the
+     * host's position counter (and can be captured once, below). */
+    hc_status (*scatter_rows)(hc_stream *s, hc_ref src, hc_ref dst, uint64_t row_bytes,
+                              int64_t n, hc_ref pos, int64_t dst_rows);
+
+    /* optional, both or neither: host memory this device copies to and
+     * from without staging (page-locked), for the vectors that cross every
+     * layer or token, so that upload and download are truly asynchronous.
+     * Any host memory still works with upload/download; this is faster,
+     * and required while capturing (below).  NULL: the core uses malloc. */
+    hc_status (*host_alloc)(hc_device *dev, uint64_t size, void **out);
+    void (*host_free)(hc_device *dev, void *ptr);
+
+    /* optional, all four or none: capture.  Between capture_begin and
+     * capture_end the ops issued on s are recorded, not run; capture_end
+     * gives a graph that graph_launch runs on s, in order, as often as
+     * wanted (a CUDA graph).  While capturing: no stream_sync on s, and
+     * host memory named by upload and download must come from host_alloc
+     * (it is read and written when the graph runs).  Arguments are fixed at
+     * capture: what changes between launches lives in memory (positions,
+     * counts, the input vectors).  capture_begin may refuse with
+     * HC_E_UNSUPPORTED (e.g. HOTCOLD_CUDA_GRAPHS=0): the core then issues
+     * every pass.  A failed capture_end leaves s usable and no graph. */
+    hc_status (*capture_begin)(hc_stream *s);
+    hc_status (*capture_end)(hc_stream *s, hc_graph **out);
+    hc_status (*graph_launch)(hc_stream *s, hc_graph *g);
+    void (*graph_free)(hc_graph *g);
+
     /* --- append new entries for ABI 1.4 and later below this line ------- */
 } hc_plugin_ops;
 
@@ -467,7 +503,14 @@ typedef const hc_plugin_ops *(*hc_plugin_entry_fn)(uint32_t abi_major, uint32_t 
     X(no_device_reason, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                 \
     X(select_rows, HC_OP_SELECT_ROWS, HC_ENTRY_OPTIONAL, 3)               \
     X(matvec_rows_counted, HC_OP_MATVEC_ROWS_COUNTED, HC_ENTRY_OPTIONAL, 3)\
-    X(axpy_rows_counted, HC_OP_AXPY_ROWS_COUNTED, HC_ENTRY_OPTIONAL, 3)
+    X(axpy_rows_counted, HC_OP_AXPY_ROWS_COUNTED, HC_ENTRY_OPTIONAL, 3)   \
+    X(scatter_rows, HC_OP_SCATTER_ROWS, HC_ENTRY_OPTIONAL, 3)             \
+    X(host_alloc, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                       \
+    X(host_free, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                        \
+    X(capture_begin, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                    \
+    X(capture_end, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                      \
+    X(graph_launch, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                     \
+    X(graph_free, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)
 
 /* Is `field` present in a table of `ops->size` bytes and non-NULL? */
 #define HC_OPS_HAS(ops, field)                                                              \
