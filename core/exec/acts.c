@@ -18,13 +18,15 @@ uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A)
     const uint64_t B = (uint64_t)n_batch;
     const uint64_t e = B * hp->n_embd * F32, ff = B * hp->n_ff * F32;
     const uint64_t list = (uint64_t)hp->n_ff * sizeof(int32_t);
+    const uint64_t kv = B * (uint64_t)hp->n_head_kv * hp->head_dim * F32;
     const uint64_t ph = B * (uint64_t)(hp->max_pred_rank > 0 ? hp->max_pred_rank : 1) * F32;
     const uint64_t sizes[HC_ACT_COUNT] = {
         [HC_ACT_X] = e,       [HC_ACT_XN] = e,   [HC_ACT_Q] = e,
         [HC_ACT_ATT] = e,     [HC_ACT_O] = e,    [HC_ACT_PART] = e,
         [HC_ACT_GATE] = ff,   [HC_ACT_UP] = ff,  [HC_ACT_LOGITS] = (uint64_t)hp->n_vocab * F32,
         [HC_ACT_POS] = B * 4, [HC_ACT_PH] = ph,  [HC_ACT_PLOG] = ff,
-        [HC_ACT_IDX] = list,  [HC_ACT_ALL] = list, [HC_ACT_COUNTS] = (uint64_t)hp->n_layer * 4};
+        [HC_ACT_IDX] = list,  [HC_ACT_ALL] = list, [HC_ACT_COUNTS] = (uint64_t)hp->n_layer * 4,
+        [HC_ACT_KNEW] = kv,   [HC_ACT_VNEW] = kv};
     /* 256-byte alignment keeps every slot friendly to GPU offset rules. */
     uint64_t off = 0;
     for (int i = 0; i < HC_ACT_COUNT; i++) {

@@ -27,6 +27,8 @@ typedef enum hc_act {
     HC_ACT_IDX,    /* active rows       int32[n_ff]       */
     HC_ACT_ALL,    /* 0..n_ff-1: every row, for dense passes */
     HC_ACT_COUNTS, /* int32[n_layer]: each layer's active rows, counted on the device */
+    HC_ACT_KNEW,   /* the pass's new K rows [n_batch][n_head_kv * head_dim], before   */
+    HC_ACT_VNEW,   /* ... they and the V rows are scattered to their cache positions */
     HC_ACT_COUNT
 } hc_act;
 
@@ -35,7 +37,8 @@ typedef struct hc_acts {
     hc_buffer *buf;
     union {
         struct {
-            hc_ref x, xn, q, att, o, part, gate, up, logits, pos, ph, plog, idx, all, counts;
+            hc_ref x, xn, q, att, o, part, gate, up, logits, pos, ph, plog, idx, all, counts,
+                knew, vnew;
         };
         hc_ref at[HC_ACT_COUNT];
     };

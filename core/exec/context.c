@@ -11,7 +11,7 @@
 
 hc_context_params hc_context_default_params(void)
 {
-    hc_context_params p = {sizeof p, 0, 64, 0};
+    hc_context_params p = {sizeof p, 0, 64, 0, 0};
     return p;
 }
 
@@ -56,23 +56,14 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
     if (c->n_batch > c->n_ctx)
         c->n_batch = c->n_ctx;
     c->sparse_check = p.sparse_check && m->hp.sparse == HC_SPARSE_PREDICTOR;
+    c->no_graphs = p.no_graphs;
     const size_t bff = (size_t)c->n_batch * m->hp.n_ff;
-    c->host_x = malloc((size_t)c->n_batch * m->hp.n_embd * F32);
-    c->host_zero = calloc((size_t)c->n_batch * m->hp.n_embd, F32);
-    c->host_gate = malloc(bff * F32);
-    c->host_gidx = malloc((size_t)m->hp.n_ff * sizeof *c->host_gidx);
-    c->host_pos = malloc((size_t)c->n_batch * sizeof *c->host_pos);
-    c->host_plog = malloc(bff * F32);
     c->host_true = malloc(bff * F32);
-    c->host_idx = malloc((size_t)m->hp.n_ff * sizeof *c->host_idx);
     c->host_mark = malloc((size_t)m->hp.n_ff);
     c->acc = calloc((size_t)m->hp.n_layer, sizeof *c->acc);
-    c->host_count = calloc((size_t)m->hp.n_layer, sizeof *c->host_count);
     c->counted = calloc((size_t)m->hp.n_layer, sizeof *c->counted);
-    if (!c->host_count || !c->counted ||
-        !c->host_x || !c->host_zero || !c->host_gate || !c->host_gidx || !c->host_pos ||
-        !c->host_plog || !c->host_true || !c->host_idx ||
-        !c->host_mark || !c->acc) {
+    c->graph_counted = calloc((size_t)m->hp.n_layer, sizeof *c->graph_counted);
+    if (!c->host_true || !c->host_mark || !c->acc || !c->counted || !c->graph_counted) {
         hc_set_error("out of memory");
         goto fail;
     }
@@ -85,6 +76,20 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
             goto fail;
         c->gpu.host = &c->cpu;
     }
+    /* The vectors that cross every layer or token, in memory the GPU
+     * copies without staging (page-locked, where its plugin has it). */
+    hc_dev *pin = m->has_gpu ? &c->gpu : &c->cpu;
+    const uint64_t B = (uint64_t)c->n_batch;
+    if (!(c->host_x = hc_dev_host_alloc(pin, B * m->hp.n_embd * F32)) ||
+        !(c->host_zero = hc_dev_host_alloc(pin, B * m->hp.n_embd * F32)) ||
+        !(c->host_gate = hc_dev_host_alloc(pin, bff * F32)) ||
+        !(c->host_gidx = hc_dev_host_alloc(pin, (uint64_t)m->hp.n_ff * 4)) ||
+        !(c->host_pos = hc_dev_host_alloc(pin, B * 4)) ||
+        !(c->host_plog = hc_dev_host_alloc(pin, bff * F32)) ||
+        !(c->host_idx = hc_dev_host_alloc(pin, (uint64_t)m->hp.n_ff * 4)) ||
+        !(c->host_count = hc_dev_host_alloc(pin, (uint64_t)m->hp.n_layer * 4)) ||
+        !(c->host_logits = hc_dev_host_alloc(pin, (uint64_t)m->hp.n_vocab * F32)))
+        goto fail;
     if (hc_acts_alloc(&c->cpu, &m->hp, c->n_batch, &c->a[HC_ON_CPU]) ||
         (m->has_gpu && hc_acts_alloc(&c->gpu, &m->hp, c->n_batch, &c->a[HC_ON_GPU])) ||
         alloc_kv(c))
@@ -111,23 +116,27 @@ void hc_context_free(hc_context *c)
     free(c->k_cache);
     free(c->v_cache);
     hc_dev_free(&c->cpu, c->a[HC_ON_CPU].buf);
-    if (c->m->has_gpu)
+    if (c->m->has_gpu) {
+        hc_dev_graph_free(&c->gpu, c->graph);
         hc_dev_free(&c->gpu, c->a[HC_ON_GPU].buf);
+    }
+    /* Pinned memory goes back to the device that gave it, while it is open
+     * (a stream that never opened has no ops: nothing was given). */
+    hc_dev *pin = c->m->has_gpu ? &c->gpu : &c->cpu;
+    if (pin->ops) {
+        void *host[] = {c->host_x,   c->host_zero,  c->host_gate,  c->host_gidx, c->host_pos,
+                        c->host_plog, c->host_idx,  c->host_count, c->host_logits};
+        for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+            hc_dev_host_free(pin, host[i]);
+    }
     /* The GPU's fallback scratch lives on the CPU device: close it first. */
     hc_dev_close(&c->gpu);
     hc_dev_close(&c->cpu);
-    free(c->host_x);
-    free(c->host_zero);
-    free(c->host_gate);
-    free(c->host_gidx);
-    free(c->host_pos);
-    free(c->host_plog);
     free(c->host_true);
-    free(c->host_idx);
     free(c->host_mark);
     free(c->acc);
-    free(c->host_count);
     free(c->counted);
+    free(c->graph_counted);
     free(c->host_p);
     free(c->host_h);
     free(c);

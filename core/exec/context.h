@@ -60,6 +60,15 @@ struct hc_context {
     int32_t *host_count;  /* [n_layer] */
     uint8_t *counted;     /* [n_layer] 1: host_count[il] belongs to this pass */
 
+    /* Decode passes captured once and replayed (exec/graph.c). */
+    int no_graphs;        /* hc_context_params.no_graphs, or capture failed once */
+    hc_graph *graph;      /* the captured one-token pass, or NULL */
+    const hc_weight *graph_emb;  /* what it embeds with */
+    int graph_x_on;       /* where it leaves x */
+    uint8_t *graph_counted;      /* [n_layer] its layers' device counts */
+    uint64_t graph_bytes; /* bytes it moves */
+    float *host_logits;   /* [n_vocab] the last token's logits come down here */
+
     /* Where the work went (hc_context_run_stats). */
     hc_context_run_stats run;
 
@@ -78,5 +87,9 @@ int hc_forward(hc_context *c, const int32_t *tokens, int n, float *logits);
 /* After a pass has ended: the rows the GPU chose for itself, into the
  * run's and the layers' statistics (exec/sparse_ffn.c). */
 void hc_sparse_settle(hc_context *c);
+
+/* The pass as a replay of a captured graph (exec/graph.c): 0 done, -1
+ * error, 1 not this pass (issue it as usual). */
+int hc_graph_forward(hc_context *c, const int32_t *tokens, int n, float *logits);
 
 #endif /* HC_CORE_CONTEXT_H */

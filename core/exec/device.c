@@ -184,6 +184,12 @@ int hc_dev_download(hc_dev *d, void *dst, hc_ref src, uint64_t bytes)
 
 int hc_dev_sync(hc_dev *d)
 {
+    if (d->capturing) {
+        /* A capture records work without running it: a wait would be for
+         * nothing (and ends a CUDA capture).  The pass is issued again. */
+        hc_set_error("%s: a wait for the device while capturing a pass", d->label);
+        return -1;
+    }
     d->syncs++;
     return check(d, d->ops->stream_sync(d->stream), "stream_sync");
 }
@@ -369,4 +375,86 @@ int hc_dev_selects_on_device(const hc_dev *d)
 {
     return hc_dev_uses(d, HC_OP_SELECT_ROWS) && hc_dev_uses(d, HC_OP_MATVEC_ROWS_COUNTED) &&
            hc_dev_uses(d, HC_OP_AXPY_ROWS_COUNTED);
+}
+
+int hc_dev_scatter_rows(hc_dev *d, hc_ref src, hc_ref dst, uint64_t row_bytes, int64_t n,
+                        hc_ref pos, int64_t dst_rows)
+{
+    if (hc_dev_uses(d, HC_OP_SCATTER_ROWS)) {
+        hc_status st = d->ops->scatter_rows(d->stream, src, dst, row_bytes, n, pos, dst_rows);
+        if (!refused(d, st, "scatter_rows"))
+            return check(d, st, "scatter_rows");
+    }
+    return hc_dev_fallback_scatter_rows(d, src, dst, row_bytes, n, pos, dst_rows);
+}
+
+void *hc_dev_host_alloc(hc_dev *d, uint64_t bytes)
+{
+    void *p = NULL;
+    if (bytes == 0)
+        bytes = 1;
+    if (HC_DEV_HAS(d, host_alloc) && HC_DEV_HAS(d, host_free)) {
+        hc_status st = d->ops->host_alloc(d->dev, bytes, &p);
+        if (st != HC_OK) {
+            check(d, st, "host_alloc");
+            return NULL;
+        }
+        memset(p, 0, (size_t)bytes);
+        return p;
+    }
+    p = calloc(1, (size_t)bytes);
+    if (!p)
+        hc_set_error("out of memory (%llu bytes of host memory)", (unsigned long long)bytes);
+    return p;
+}
+
+void hc_dev_host_free(hc_dev *d, void *ptr)
+{
+    if (!ptr)
+        return;
+    if (HC_DEV_HAS(d, host_alloc) && HC_DEV_HAS(d, host_free))
+        d->ops->host_free(d->dev, ptr);
+    else
+        free(ptr);
+}
+
+int hc_dev_can_capture(const hc_dev *d)
+{
+    return HC_DEV_HAS(d, capture_begin) && HC_DEV_HAS(d, capture_end) &&
+           HC_DEV_HAS(d, graph_launch) && HC_DEV_HAS(d, graph_free) &&
+           HC_DEV_HAS(d, host_alloc) && HC_DEV_HAS(d, host_free);
+}
+
+int hc_dev_capture_begin(hc_dev *d)
+{
+    hc_status st = d->ops->capture_begin(d->stream);
+    if (st == HC_E_UNSUPPORTED) {
+        HC_DEBUG("%s: capture refused (%s); every pass is issued", d->label,
+                 d->ops->last_error(d->plugin->ctx));
+        return 1;
+    }
+    if (check(d, st, "capture_begin"))
+        return -1;
+    d->capturing = 1;
+    return 0;
+}
+
+hc_graph *hc_dev_capture_end(hc_dev *d)
+{
+    hc_graph *g = NULL;
+    d->capturing = 0;
+    if (check(d, d->ops->capture_end(d->stream, &g), "capture_end"))
+        return NULL;
+    return g;
+}
+
+int hc_dev_graph_launch(hc_dev *d, hc_graph *g)
+{
+    return check(d, d->ops->graph_launch(d->stream, g), "graph_launch");
+}
+
+void hc_dev_graph_free(hc_dev *d, hc_graph *g)
+{
+    if (g)
+        d->ops->graph_free(g);
 }

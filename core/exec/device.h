@@ -41,6 +41,7 @@ typedef struct hc_dev {
     uint64_t fb_bytes[HC_DEV_FB_SLOTS];
     uint64_t fallback_calls; /* op calls that ran on the host instead */
     uint64_t syncs;          /* waits of the host for this stream (hc_dev_sync) */
+    int capturing;           /* between hc_dev_capture_begin and _end: no sync */
     hc_status last_status;   /* of the last failed call (HC_E_NOMEM: shrink and retry) */
     int borrowed;            /* dev is another hc_dev's (hc_dev_open_stream): not closed here */
 } hc_dev;
@@ -115,6 +116,23 @@ int hc_dev_axpy_rows_counted(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int6
 /* Does d select and run the counted ops itself (none staged through the
  * host)? */
 int hc_dev_selects_on_device(const hc_dev *d);
+/* dst row pos[t] = src row t (ABI 1.3; refused: through the host). */
+int hc_dev_scatter_rows(hc_dev *d, hc_ref src, hc_ref dst, uint64_t row_bytes, int64_t n,
+                        hc_ref pos, int64_t dst_rows);
+
+/* Host memory d copies without staging (ABI 1.3 host_alloc; without it
+ * malloc), zeroed; free it with hc_dev_host_free on the same d. */
+void *hc_dev_host_alloc(hc_dev *d, uint64_t bytes);
+void hc_dev_host_free(hc_dev *d, void *ptr);
+
+/* Capture (ABI 1.3): does d capture at all; begin (1 = refused: issue
+ * passes as usual, nothing set), end (the graph, or NULL with the error
+ * set), launch, free. */
+int hc_dev_can_capture(const hc_dev *d);
+int hc_dev_capture_begin(hc_dev *d);
+hc_graph *hc_dev_capture_end(hc_dev *d);
+int hc_dev_graph_launch(hc_dev *d, hc_graph *g);
+void hc_dev_graph_free(hc_dev *d, hc_graph *g);
 
 /* The fallbacks (device_fallback.c): run on d->host, moving the operands.
  * The weight ops move the whole weight down (matmul) or the listed rows
@@ -137,6 +155,8 @@ int hc_dev_fallback_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, floa
 int hc_dev_fallback_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
 int hc_dev_fallback_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n,
                         float shift);
+int hc_dev_fallback_scatter_rows(hc_dev *d, hc_ref src, hc_ref dst, uint64_t row_bytes,
+                                 int64_t n, hc_ref pos, int64_t dst_rows);
 int hc_dev_fallback_select_rows(hc_dev *d, hc_ref scores, int64_t n_tok, int64_t n_rows,
                                 float cut, hc_ref map, hc_ref idx, hc_ref count);
 /* The count a _counted op would read, clamped to [0, max_idx]: downloaded

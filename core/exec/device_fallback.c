@@ -429,3 +429,25 @@ int hc_dev_read_count(hc_dev *d, hc_ref count, int64_t max_idx, int64_t *out)
     *out = k < 0 ? 0 : k > max_idx ? max_idx : k;
     return 0;
 }
+
+/* The positions come over, then each row goes up to its place from the
+ * staged source. */
+int hc_dev_fallback_scatter_rows(hc_dev *d, hc_ref src, hc_ref dst, uint64_t row_bytes,
+                                 int64_t n, hc_ref pos, int64_t dst_rows)
+{
+    uint64_t sb;
+    if (shape_bytes(d, "scatter_rows", n, 1, row_bytes, &sb))
+        return -1;
+    stage s[2] = {{.dev = src, .bytes = sb, .in = 1},
+                  {.dev = pos, .bytes = (uint64_t)n * sizeof(int32_t), .in = 1}};
+    if (stage_in(d, "scatter_rows", s, 2))
+        return -1;
+    const int32_t *p = s[1].ptr;
+    for (int64_t t = 0; t < n; t++)
+        if (p[t] >= 0 && p[t] < dst_rows &&
+            hc_dev_upload(d, hc_ref_at(dst, (uint64_t)p[t] * row_bytes),
+                          (const uint8_t *)s[0].ptr + (uint64_t)t * row_bytes, row_bytes))
+            return -1;
+    /* The staging memory is reused by the next fallback. */
+    return hc_dev_sync(d);
+}

@@ -19,6 +19,8 @@
 /* x = the embedding rows of tokens[0..n) (checked against the vocabulary),
  * on device `on` (1 = the GPU); positions n_past.. on every device. */
 int hc_exec_embed(hc_context *c, const hc_weight *emb, const int32_t *tokens, int n, int on);
+/* Its host half: the rows and positions into host_x and host_pos. */
+int hc_embed_host(hc_context *c, const hc_weight *emb, const int32_t *tokens, int n);
 
 /* Bring x to device `on`: where the placement runs the next block. */
 int hc_exec_to(hc_context *c, int on);
@@ -52,7 +54,8 @@ int hc_exec_sparse_ffn(hc_context *c, const hc_layer *l, int il);
 
 /* The last token only: y = rmsnorm(x[n-1]) * w into XN. */
 int hc_exec_rmsnorm_last(hc_context *c, const hc_weight *w, float eps);
-/* logits (host, [n_vocab]) = w . XN of one token. */
+/* logits = w . XN of one token, into the context's host_logits (hc_forward
+ * hands them out after the pass); `logits` is the caller's, unused here. */
 int hc_exec_logits(hc_context *c, const hc_weight *w, float *logits);
 
 #endif /* HC_CORE_EXEC_H */

@@ -388,11 +388,24 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
         snprintf(idx_path, sizeof idx_path, "%s", p->gpu_index_path);
     else
         snprintf(idx_path, sizeof idx_path, "%s.generated.gpuidx", m->path);
-    /* The saved split is a neuron split: only models whose FFN splits by
-     * neuron (down stored transposed) have one worth caching. */
+    /* The split: a neuron split needs an FFN that splits by neuron (down
+     * stored transposed, as PowerInfer files do); a plain GGUF's layers
+     * go whole, which AUTO picks for it and an explicit `neurons` is told.
+     * The saved split is a neuron split: only those files have one worth
+     * caching. */
+    const int by_neuron = hc_weight_present(&m->layers[0].ffn_down_t);
     hc_model_params pp = *p;
-    if (!hc_weight_present(&m->layers[0].ffn_down_t))
+    if (pp.split == HC_SPLIT_AUTO)
+        pp.split = by_neuron ? HC_SPLIT_NEURONS : HC_SPLIT_LAYERS;
+    else if (pp.split == HC_SPLIT_NEURONS && !by_neuron) {
+        HC_WARN("%s: a neuron split needs down_t (a PowerInfer file); this plain GGUF's layers "
+                "go to the GPU whole (--split layers)",
+                m->path);
+        pp.split = HC_SPLIT_LAYERS;
+    }
+    if (!by_neuron)
         pp.gpu_index = HC_GPU_INDEX_DISABLE;
+    p = &pp;
     if (p->split == HC_SPLIT_LAYERS) {
         /* Whole layers need no solve, and the file holds a neuron split:
          * applying it here would split layers, overwriting it would lose
@@ -402,7 +415,7 @@ int hc_model_place_gpu(hc_model *m, const hc_model_params *p)
         snprintf(m->gpu_index_note, sizeof m->gpu_index_note,
                  "whole layers (--split layers): no neuron split, %s neither read nor written",
                  idx_path);
-    } else if (solve(m, &pp, &in, idx_path)) {
+    } else if (solve(m, p, &in, idx_path)) {
         goto out;
     }
     int nothing_placed = 0; /* the plan that failed put only norms there */

@@ -141,7 +141,8 @@ typedef enum hc_weights_mode {
 
 /* How a GPU's share of the model is chosen under vram_budget. */
 typedef enum hc_split_mode {
-    HC_SPLIT_AUTO = 0,    /* NEURONS (so far the default for every file) */
+    HC_SPLIT_AUTO = 0,    /* NEURONS for files whose FFN splits by neuron (down_t:
+                             PowerInfer files), LAYERS for plain GGUF */
     HC_SPLIT_NEURONS = 1, /* PowerInfer's: attention, predictors, norms, output and KV
                              cache first, then the hottest neurons of every layer; a
                              plain GGUF (down not transposed) cannot split a layer's
@@ -222,6 +223,8 @@ typedef struct hc_context_params {
     int n_batch; /* prompt tokens per forward pass (default 64) */
     int sparse_check; /* predictor mode: also compute the true active set
                          (dense gate/up) to measure recall; slower */
+    int no_graphs;    /* 1: issue every decode pass, never replay a captured one (the
+                         GPU plugin's capture, ABI 1.3; HOTCOLD_CUDA_GRAPHS=0 also) */
 } hc_context_params;
 
 HC_API hc_context_params hc_context_default_params(void);
@@ -271,6 +274,7 @@ typedef struct hc_context_run_stats {
     int64_t passes;          /* forward passes (a prompt chunk or one decoded token each) */
     uint64_t gpu_syncs;      /* times the host waited for the GPU: 1 per pass when the GPU
                                 runs whole layers and selects their rows itself */
+    int64_t graph_passes;    /* passes replayed from a captured graph (ABI 1.3 capture) */
 } hc_context_run_stats;
 HC_API void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out);
 
