@@ -11,7 +11,8 @@
  *    greedy ids as the all-CPU run, in predictor, oracle and dense modes.
  *  - The CPU fallback for ops a plugin lacks (HOTCOLD_DISABLE_OPS) gives
  *    the same ids, and the run reports the fallbacks.
- *  - All on the GPU, rows chosen there: one wait for the GPU per pass.
+ *  - All on the GPU, rows chosen there: one wait for the GPU per pass, and
+ *    one-token passes replayed from a capture give the same ids.
  *  - A saved neuron split (gpuidx) is reused on the next load with the same
  *    budget, solved afresh under another; PowerInfer's own index files (I32
  *    as id 18) are read, and an unusable one never stops a run.
@@ -46,6 +47,8 @@
 static const char *GPU = "vulkan";
 
 static hc_engine *engine;
+/* greedy()'s contexts: 1 = never replay a captured pass. */
+static int g_no_graphs;
 
 static const char *model(const char *name)
 {
@@ -74,6 +77,7 @@ static void greedy(hc_model *m, const int32_t *prompt, int n_prompt, const int32
 {
     hc_context_params cp = hc_context_default_params();
     cp.n_ctx = 256;
+    cp.no_graphs = g_no_graphs;
     hc_context *c = hc_context_new(m, &cp);
     ck_assert_msg(c != NULL, "context: %s", hc_last_error());
     hc_model_desc d;
@@ -437,6 +441,64 @@ END_TEST
 START_TEST(all_gpu_oracle_syncs)
 {
     all_gpu_syncs(HC_SPARSE_ORACLE);
+}
+END_TEST
+
+/* Captured passes (ABI 1.3 capture; Vulkan records and replays the calls,
+ * CUDA makes a graph): from a prompt of several tokens, every one-token
+ * pass of an all-GPU model is a replay, and the ids are those of the
+ * issued passes (no_graphs) and of the CPU.  Without scatter_rows a pass
+ * depends on n_past and is never captured. */
+static void captured(int sparse)
+{
+    const char *path = model(SPARSE_MODEL);
+    int32_t prompt[32], want[N_IDS], got[N_IDS];
+    hc_context_run_stats rs;
+    hc_model *m = load(path, "cpu", -1, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    const char *text = "Once upon a time, there was";
+    const int n_prompt = hc_model_tokenize(m, text, strlen(text), 1, prompt, 32);
+    ck_assert_int_gt(n_prompt, 1);
+    greedy(m, prompt, n_prompt, NULL, N_IDS, want, NULL);
+    hc_model_free(m);
+
+    m = load(path, GPU, 1e12, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, prompt, n_prompt, NULL, N_IDS, got, &rs);
+    ck_assert_mem_eq(got, want, sizeof want);
+    ck_assert_msg(rs.graph_passes == rs.passes - 1,
+                  "mode %d: %lld of %lld passes replayed (want all but the prompt's)", sparse,
+                  (long long)rs.graph_passes, (long long)rs.passes);
+    ck_assert_msg(rs.gpu_syncs == (uint64_t)rs.passes, "%llu waits in %lld passes",
+                  (unsigned long long)rs.gpu_syncs, (long long)rs.passes);
+    const int64_t rows = rs.gpu_rows, replayed = rs.graph_passes;
+    g_no_graphs = 1;
+    greedy(m, prompt, n_prompt, NULL, N_IDS, got, &rs);
+    g_no_graphs = 0;
+    ck_assert_mem_eq(got, want, sizeof want);
+    ck_assert_int_eq(rs.graph_passes, 0);
+    ck_assert_int_eq(rs.gpu_rows, rows);
+    hc_model_free(m);
+
+    setenv("HOTCOLD_DISABLE_OPS", "scatter_rows", 1);
+    m = load(path, GPU, 1e12, sparse, HC_GPU_INDEX_DISABLE, NULL);
+    unsetenv("HOTCOLD_DISABLE_OPS");
+    greedy(m, prompt, n_prompt, NULL, N_IDS, got, &rs);
+    ck_assert_mem_eq(got, want, sizeof want);
+    ck_assert_int_eq(rs.graph_passes, 0);
+    printf("mode %d captured: %d-token prompt issued, %lld passes replayed, ids equal the "
+           "issued passes' and the CPU's\n",
+           sparse, n_prompt, (long long)replayed);
+    hc_model_free(m);
+}
+
+START_TEST(captured_predictor)
+{
+    captured(HC_SPARSE_PREDICTOR);
+}
+END_TEST
+
+START_TEST(captured_dense)
+{
+    captured(HC_SPARSE_OFF);
 }
 END_TEST
 
@@ -1033,6 +1095,8 @@ int main(void)
     tcase_add_test(tc, fallback_ops);
     tcase_add_test(tc, all_gpu_predictor_syncs);
     tcase_add_test(tc, all_gpu_oracle_syncs);
+    tcase_add_test(tc, captured_predictor);
+    tcase_add_test(tc, captured_dense);
     tcase_add_test(tc, gpu_index_reused);
     tcase_add_test(tc, q6_k_head_on_gpu);
     tcase_add_test(tc, gpu_index_from_powerinfer);

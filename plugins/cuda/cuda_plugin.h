@@ -35,6 +35,8 @@ int hc_cu_launch_dot_rows(void *stream, hc_type t, const void *w, uint64_t row_b
 int hc_cu_launch_axpy_rows(void *stream, hc_type t, const void *wt, uint64_t row_bytes,
                            int64_t rows, int64_t cols, const float *h, int64_t n,
                            const int32_t *idx, int64_t n_idx, float *y);
+int hc_cu_launch_scatter_rows(void *stream, const void *src, void *dst, int64_t words,
+                              int64_t n, const int32_t *pos, int64_t dst_rows);
 /* Does a kernel take weights of type t? */
 int hc_cu_kernel_has_type(hc_type t);
 
@@ -139,6 +141,11 @@ struct hc_stream {
     cudaStream_t s;
     int failed;                /* a launch or copy failed: every later call refuses */
     hc_buffer *scratch;        /* attention's partial results (stream.c), or NULL */
+    int capturing;             /* between capture_begin and capture_end (capture.c) */
+    /* Scratch buffers outgrown while capturing: a graph may use them. */
+#define HC_CU_RETIRED_MAX 8
+    hc_buffer *retired[HC_CU_RETIRED_MAX];
+    int n_retired;
 };
 
 /* ---- validate.c: errors, logging, the argument checks over the kit ----- */
@@ -219,6 +226,16 @@ hc_status hc_cu_binary(hc_stream *s, int op, hc_ref a, hc_ref b, hc_ref y, int64
 hc_status hc_cu_glu(hc_stream *s, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift);
 /* The largest n_rot (so head_dim) rope takes: its angles are in shared memory. */
 #define HC_CU_ROPE_MAX_ROT 8192
+
+/* ---- ops_scatter.c, capture.c (ABI 1.3) ---------------------------------- */
+hc_status hc_cu_scatter_rows(hc_stream *s, hc_ref src, hc_ref dst, uint64_t row_bytes, int64_t n,
+                             hc_ref pos, int64_t dst_rows);
+hc_status hc_cu_capture_begin(hc_stream *s);
+hc_status hc_cu_capture_end(hc_stream *s, hc_graph **out);
+hc_status hc_cu_graph_launch(hc_stream *s, hc_graph *g);
+void hc_cu_graph_free(hc_graph *g);
+hc_status hc_cu_host_alloc(hc_device *dev, uint64_t size, void **out);
+void hc_cu_host_free(hc_device *dev, void *ptr);
 
 /* ---- op_cost.c ----------------------------------------------------------- */
 double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);

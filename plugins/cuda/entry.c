@@ -114,6 +114,13 @@ static const hc_plugin_ops cuda_ops = {
     .stream_flush = hc_cu_stream_flush,
     .matmul_batch = hc_cu_matmul_batch,
     .no_device_reason = cu_no_device_reason,
+    .scatter_rows = hc_cu_scatter_rows,
+    .host_alloc = hc_cu_host_alloc,
+    .host_free = hc_cu_host_free,
+    .capture_begin = hc_cu_capture_begin,
+    .capture_end = hc_cu_capture_end,
+    .graph_launch = hc_cu_graph_launch,
+    .graph_free = hc_cu_graph_free,
 };
 
 HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)

@@ -61,6 +61,9 @@ double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_
     case HC_OP_UNARY: bytes = 2.0 * 4.0 * (double)cols; break;
     case HC_OP_BINARY:
     case HC_OP_GLU: bytes = 3.0 * 4.0 * (double)cols; break;
+    /* rows = the destination's, cols = words per row, n rows moved: each
+     * read and written once. */
+    case HC_OP_SCATTER_ROWS: bytes = 2.0 * 4.0 * (double)n * (double)cols; break;
     default: return -1.0;
     }
     return bytes / bw + LAUNCH_SECONDS;

@@ -44,6 +44,8 @@ void hc_cu_stream_destroy(hc_stream *s)
         (void)cudaStreamDestroy(s->s);
     }
     hc_cu_buffer_free(s->scratch);
+    for (int i = 0; i < s->n_retired; i++)
+        hc_cu_buffer_free(s->retired[i]);
     s->magic = 0;
     free(s);
 }
@@ -54,6 +56,9 @@ hc_status hc_cu_stream_sync(hc_stream *s)
     hc_status st = hc_cu_stream_dev(s, "stream_sync", &dev);
     if (st != HC_OK)
         return st;
+    if (s->capturing)
+        return hc_cu_fail(dev->ctx, HC_E_INVALID,
+                          "stream_sync: the stream is capturing (nothing has run)");
     return hc_cu_check_queued(s, cudaStreamSynchronize(s->s), "stream_sync");
 }
 
@@ -73,8 +78,16 @@ hc_status hc_cu_stream_scratch(hc_stream *s, uint64_t bytes, void **out)
         *out = s->scratch->ptr;
         return HC_OK;
     }
-    /* Queued kernels may still use the old buffer. */
-    if (s->scratch) {
+    /* Queued kernels may still use the old buffer; while capturing, so may
+     * the graph being made (nothing runs, and a wait would end the
+     * capture): the old one is kept until the stream goes. */
+    if (s->scratch && s->capturing) {
+        if (s->n_retired == HC_CU_RETIRED_MAX)
+            return hc_cu_fail(s->dev->ctx, HC_E_UNSUPPORTED,
+                              "scratch: grown %d times while capturing", HC_CU_RETIRED_MAX);
+        s->retired[s->n_retired++] = s->scratch;
+        s->scratch = NULL;
+    } else if (s->scratch) {
         if ((st = hc_cu_stream_sync(s)) != HC_OK)
             return st;
         hc_cu_buffer_free(s->scratch);

@@ -249,3 +249,29 @@ void *hc_vk_buffer_host_ptr(hc_buffer *buf)
         return NULL;
     return buf->map;
 }
+
+/* Host memory for the core's crossing vectors.  Uploads and downloads
+ * stage through the plugin's own host-visible buffers, so any host memory
+ * is as fast: this is ordinary aligned memory, there because capture's
+ * contract names host memory from host_alloc (plugin.h). */
+hc_status hc_vk_host_alloc(hc_device *dev, uint64_t size, void **out)
+{
+    if (!dev || dev->magic != HC_VK_MAGIC_DEVICE || !out)
+        return HC_E_INVALID;
+    *out = NULL;
+    if (size == 0 || size > SIZE_MAX - 63)
+        return hc_vk_fail(dev->ctx, HC_E_INVALID, "host_alloc: %llu bytes",
+                          (unsigned long long)size);
+    void *p = aligned_alloc(64, (size_t)((size + 63) & ~(uint64_t)63));
+    if (!p)
+        return hc_vk_fail(dev->ctx, HC_E_NOMEM, "host_alloc: out of memory (%llu bytes)",
+                          (unsigned long long)size);
+    *out = p;
+    return HC_OK;
+}
+
+void hc_vk_host_free(hc_device *dev, void *ptr)
+{
+    (void)dev;
+    free(ptr);
+}

@@ -306,6 +306,7 @@ void hc_vk_stream_destroy(hc_stream *s)
         dev->f.vkDeviceWaitIdle(dev->dev);
     if (s->scratch)
         hc_vk_buffer_free(s->scratch);
+    hc_vk_graph_free(s->capture); /* a capture never ended */
     for (int i = 0; i < 2; i++) {
         hc_vk_frame *f = &s->fr[i];
         if (f->fence)

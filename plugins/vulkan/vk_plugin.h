@@ -245,6 +245,7 @@ struct hc_stream {
     uint64_t next_seq;
     int lost;                   /* a submit or wait failed: the stream is dead */
     hc_buffer *scratch;         /* attention's running softmax state, or NULL */
+    hc_graph *capture;          /* the recording under way (capture.c), or NULL */
 };
 
 /* A descriptor range and the work of one dispatch. */
@@ -433,6 +434,48 @@ hc_status hc_vk_select_rows(hc_stream *s, hc_ref scores, int64_t n_tok, int64_t 
                             float cut, hc_ref map, hc_ref idx, hc_ref count);
 /* Whether select_rows takes n_tok x n_rows scores here (one binding). */
 int hc_vk_select_fits(const hc_device *dev, int64_t n_tok, int64_t n_rows);
+
+/* ---- capture.c: record a stream's calls, replay them (ABI 1.3) ------------ */
+hc_status hc_vk_capture_begin(hc_stream *s);
+hc_status hc_vk_capture_end(hc_stream *s, hc_graph **out);
+hc_status hc_vk_graph_launch(hc_stream *s, hc_graph *g);
+void hc_vk_graph_free(hc_graph *g);
+/* The table's stream entries: record while capturing, else the op. */
+hc_status hc_vk_cap_stream_sync(hc_stream *s);
+hc_status hc_vk_cap_stream_flush(hc_stream *s);
+hc_status hc_vk_cap_upload(hc_stream *s, hc_ref dst, const void *src, uint64_t bytes);
+hc_status hc_vk_cap_download(hc_stream *s, void *dst, hc_ref src, uint64_t bytes);
+hc_status hc_vk_cap_copy(hc_stream *s, hc_ref dst, hc_ref src, uint64_t bytes);
+hc_status hc_vk_cap_matmul(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
+                           hc_ref x, int64_t n, hc_ref y);
+hc_status hc_vk_cap_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
+                                int64_t cols, hc_ref x, int64_t n, hc_ref idx, int64_t n_idx,
+                                hc_ref y);
+hc_status hc_vk_cap_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
+                              hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+hc_status hc_vk_cap_rmsnorm(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,
+                            float eps);
+hc_status hc_vk_cap_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
+                         int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode);
+hc_status hc_vk_cap_attention(hc_stream *s, hc_ref q, hc_ref k, hc_ref v, hc_ref out,
+                              int64_t n_tok, hc_ref pos, int64_t n_head, int64_t n_head_kv,
+                              int64_t head_dim, float scale);
+hc_status hc_vk_cap_unary(hc_stream *s, int op, hc_ref x, hc_ref y, int64_t n, float param);
+hc_status hc_vk_cap_binary(hc_stream *s, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n);
+hc_status hc_vk_cap_glu(hc_stream *s, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n,
+                        float shift);
+hc_status hc_vk_cap_select_rows(hc_stream *s, hc_ref scores, int64_t n_tok, int64_t n_rows,
+                                float cut, hc_ref map, hc_ref idx, hc_ref count);
+hc_status hc_vk_cap_matvec_rows_counted(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
+                                        int64_t cols, hc_ref x, int64_t n, hc_ref idx,
+                                        hc_ref count, int64_t max_idx, hc_ref y);
+hc_status hc_vk_cap_axpy_rows_counted(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
+                                      int64_t cols, hc_ref h, int64_t n, hc_ref idx,
+                                      hc_ref count, int64_t max_idx, hc_ref y);
+
+/* ---- memory.c: host memory for capture (ABI 1.3 host_alloc) --------------- */
+hc_status hc_vk_host_alloc(hc_device *dev, uint64_t size, void **out);
+void hc_vk_host_free(hc_device *dev, void *ptr);
 
 /* ---- op_cost.c -------------------------------------------------------------- */
 double hc_vk_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);
