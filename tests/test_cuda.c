@@ -52,6 +52,12 @@ START_TEST(loads_with_the_1_3_table)
               HC_OPS_HAS(pl->ops, attention) && HC_OPS_HAS(pl->ops, unary) &&
               HC_OPS_HAS(pl->ops, binary) && HC_OPS_HAS(pl->ops, glu) &&
               HC_OPS_HAS(pl->ops, matmul_batch) && HC_OPS_HAS(pl->ops, stream_flush));
+    /* ABI 1.3 for GPUs: the KV rows by device positions, page-locked host
+     * memory, capture. */
+    ck_assert(HC_OPS_HAS(pl->ops, scatter_rows) && HC_OPS_HAS(pl->ops, host_alloc) &&
+              HC_OPS_HAS(pl->ops, host_free) && HC_OPS_HAS(pl->ops, capture_begin) &&
+              HC_OPS_HAS(pl->ops, capture_end) && HC_OPS_HAS(pl->ops, graph_launch) &&
+              HC_OPS_HAS(pl->ops, graph_free));
     hc_registry_free(&reg);
 }
 END_TEST
