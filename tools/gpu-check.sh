@@ -122,6 +122,9 @@ mkdir -p "$models"
 step mkmodel_tinyllama 60 "$hc" mkmodel --preset tinyllama --type q4_0 --sparsity 0.9 \
     -o "$models/tl.gguf" --force -q
 step bench_tinyllama 90 "$hc" bench -m "$models/tl.gguf" --device cuda -p 64 -n 64 -r 2
+# The same, every pass issued (no CUDA graph): the launch cost graphs save.
+step bench_tinyllama_nographs 90 env HOTCOLD_CUDA_GRAPHS=0 "$hc" bench -m "$models/tl.gguf" \
+    --device cuda -p 0 -n 64 -r 2
 step bench_tinyllama_cpu 90 "$hc" bench -m "$models/tl.gguf" -p 0 -n 32 -r 1
 if [ "$(left)" -gt 150 ]; then
     step mkmodel_7b 120 "$hc" mkmodel --preset 7b --type q4_0 --sparsity 0.9 \

@@ -64,6 +64,8 @@ typedef struct bench_result {
     double prompt_s, decode_s; /* best of the repetitions */
     double token_bytes;        /* bytes a decoded token read (measured sparsity) */
     double mean_frac;          /* mean fraction of FFN neurons computed */
+    double replayed;           /* share of decode passes replayed from a captured graph */
+    double waits;              /* host waits for the GPU per decode pass */
 } bench_result;
 
 /* One repetition: prompt then greedy decode; fills times and bytes/token. */
@@ -110,6 +112,10 @@ static int run_once(hc_model *m, const bench_opts *o, bench_result *r)
         sum += ls.computed_frac;
     }
     r->mean_frac = d.sparse == HC_SPARSE_OFF ? 1.0 : sum / d.n_layer;
+    hc_context_run_stats rs;
+    hc_context_run_stats_get(c, &rs);
+    r->replayed = rs.passes > 0 ? (double)rs.graph_passes / (double)rs.passes : 0.0;
+    r->waits = rs.passes > 0 ? (double)rs.gpu_syncs / (double)rs.passes : 0.0;
     rc = 0;
 out:
     if (rc)
@@ -378,6 +384,14 @@ int hc_cmd_bench(int argc, char **argv)
                r->token_bytes / (1 << 20), tps * r->token_bytes / 1e9, bw / r->token_bytes,
                100.0 * tps * r->token_bytes / bw);
     }
+    /* How the GPU's passes ran: replayed from a capture (ABI 1.3; on CUDA
+     * HOTCOLD_CUDA_GRAPHS=0 turns that off, for the comparison), and how
+     * often the host waited for it. */
+    if (hc_model_split(models[0]) >= 0)
+        for (int i = 0; i < n_modes; i++)
+            printf("passes     %s: %.0f%% of decode passes replayed from a captured graph, "
+                   "%.1f host waits for the GPU per pass\n",
+                   hc_tool_sparse_mode_name(modes[i]), 100.0 * res[i].replayed, res[i].waits);
     if (n_modes > 1 && modes[0] == HC_SPARSE_OFF)
         for (int i = 1; i < n_modes; i++) {
             /* A ratio under 1 is a slowdown: say so rather than "0.93x faster". */
