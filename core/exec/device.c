@@ -204,23 +204,23 @@ int hc_dev_flush(hc_dev *d)
 int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
                   int64_t n, hc_ref y)
 {
-    if (!hc_dev_uses(d, HC_OP_MATMUL))
-        return hc_dev_fallback_matmul(d, t, w, rows, cols, x, n, y);
-    hc_status st = d->ops->matmul(d->stream, t, w, rows, cols, x, n, y);
-    if (refused(d, st, "matmul"))
-        return hc_dev_fallback_matmul(d, t, w, rows, cols, x, n, y);
-    return check(d, st, "matmul");
+    if (hc_dev_uses(d, HC_OP_MATMUL)) {
+        hc_status st = d->ops->matmul(d->stream, t, w, rows, cols, x, n, y);
+        if (!refused(d, st, "matmul"))
+            return check(d, st, "matmul");
+    }
+    return hc_dev_fallback_matmul(d, t, w, rows, cols, x, n, y);
 }
 
 int hc_dev_matvec_rows(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
                        int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {
-    if (!hc_dev_uses(d, HC_OP_MATVEC_ROWS))
-        return hc_dev_fallback_matvec_rows(d, t, w, rows, cols, x, n, idx, n_idx, y);
-    hc_status st = d->ops->matvec_rows(d->stream, t, w, rows, cols, x, n, idx, n_idx, y);
-    if (refused(d, st, "matvec_rows"))
-        return hc_dev_fallback_matvec_rows(d, t, w, rows, cols, x, n, idx, n_idx, y);
-    return check(d, st, "matvec_rows");
+    if (hc_dev_uses(d, HC_OP_MATVEC_ROWS)) {
+        hc_status st = d->ops->matvec_rows(d->stream, t, w, rows, cols, x, n, idx, n_idx, y);
+        if (!refused(d, st, "matvec_rows"))
+            return check(d, st, "matvec_rows");
+    }
+    return hc_dev_fallback_matvec_rows(d, t, w, rows, cols, x, n, idx, n_idx, y);
 }
 
 /* Without matmul_batch, or when it refuses the batch: one matmul or
@@ -248,81 +248,79 @@ int hc_dev_matmul_batch(hc_dev *d, const hc_matmul_desc *desc, int n_desc, int64
 int hc_dev_axpy_rows(hc_dev *d, hc_type t, hc_ref wt, int64_t rows, int64_t cols, hc_ref h,
                      int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {
-    if (!hc_dev_uses(d, HC_OP_AXPY_ROWS))
-        return hc_dev_fallback_axpy_rows(d, t, wt, rows, cols, h, n, idx, n_idx, y);
-    hc_status st = d->ops->axpy_rows(d->stream, t, wt, rows, cols, h, n, idx, n_idx, y);
-    if (refused(d, st, "axpy_rows"))
-        return hc_dev_fallback_axpy_rows(d, t, wt, rows, cols, h, n, idx, n_idx, y);
-    return check(d, st, "axpy_rows");
+    if (hc_dev_uses(d, HC_OP_AXPY_ROWS)) {
+        hc_status st = d->ops->axpy_rows(d->stream, t, wt, rows, cols, h, n, idx, n_idx, y);
+        if (!refused(d, st, "axpy_rows"))
+            return check(d, st, "axpy_rows");
+    }
+    return hc_dev_fallback_axpy_rows(d, t, wt, rows, cols, h, n, idx, n_idx, y);
 }
 
 int hc_dev_rmsnorm(hc_dev *d, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim, float eps)
 {
-    if (!hc_dev_uses(d, HC_OP_RMSNORM))
-        return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
-    hc_status st = d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps);
-    if (refused(d, st, "rmsnorm"))
-        return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
-    return check(d, st, "rmsnorm");
+    if (hc_dev_uses(d, HC_OP_RMSNORM)) {
+        hc_status st = d->ops->rmsnorm(d->stream, x, w, y, n, dim, eps);
+        if (!refused(d, st, "rmsnorm"))
+            return check(d, st, "rmsnorm");
+    }
+    return hc_dev_fallback_rmsnorm(d, x, w, y, n, dim, eps);
 }
 
 int hc_dev_rope(hc_dev *d, hc_ref x, int64_t n_tok, int64_t n_head, int64_t head_dim,
                 int64_t n_rot, hc_ref pos, float freq_base, float freq_scale, int mode)
 {
-    if (!hc_dev_uses(d, HC_OP_ROPE))
-        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+    if (hc_dev_uses(d, HC_OP_ROPE)) {
+        hc_status st = d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
                                     freq_scale, mode);
-    hc_status st = d->ops->rope(d->stream, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
+        if (!refused(d, st, "rope"))
+            return check(d, st, "rope");
+    }
+    return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
                                 freq_scale, mode);
-    if (refused(d, st, "rope"))
-        return hc_dev_fallback_rope(d, x, n_tok, n_head, head_dim, n_rot, pos, freq_base,
-                                    freq_scale, mode);
-    return check(d, st, "rope");
 }
 
 int hc_dev_attention(hc_dev *d, hc_ref q, hc_ref k, hc_ref v, hc_ref out, int64_t n_tok,
                      hc_ref pos, int64_t n_head, int64_t n_head_kv, int64_t head_dim,
                      float scale)
 {
-    if (!hc_dev_uses(d, HC_OP_ATTENTION))
-        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+    if (hc_dev_uses(d, HC_OP_ATTENTION)) {
+        hc_status st = d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
                                          head_dim, scale);
-    hc_status st = d->ops->attention(d->stream, q, k, v, out, n_tok, pos, n_head, n_head_kv,
+        if (!refused(d, st, "attention"))
+            return check(d, st, "attention");
+    }
+    return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv,
                                      head_dim, scale);
-    if (refused(d, st, "attention"))
-        return hc_dev_fallback_attention(d, q, k, v, out, n_tok, pos, n_head, n_head_kv,
-                                         head_dim, scale);
-    return check(d, st, "attention");
 }
 
 int hc_dev_unary(hc_dev *d, int op, hc_ref x, hc_ref y, int64_t n, float param)
 {
-    if (!hc_dev_uses(d, HC_OP_UNARY))
-        return hc_dev_fallback_unary(d, op, x, y, n, param);
-    hc_status st = d->ops->unary(d->stream, op, x, y, n, param);
-    if (refused(d, st, "unary"))
-        return hc_dev_fallback_unary(d, op, x, y, n, param);
-    return check(d, st, "unary");
+    if (hc_dev_uses(d, HC_OP_UNARY)) {
+        hc_status st = d->ops->unary(d->stream, op, x, y, n, param);
+        if (!refused(d, st, "unary"))
+            return check(d, st, "unary");
+    }
+    return hc_dev_fallback_unary(d, op, x, y, n, param);
 }
 
 int hc_dev_binary(hc_dev *d, int op, hc_ref a, hc_ref b, hc_ref y, int64_t n)
 {
-    if (!hc_dev_uses(d, HC_OP_BINARY))
-        return hc_dev_fallback_binary(d, op, a, b, y, n);
-    hc_status st = d->ops->binary(d->stream, op, a, b, y, n);
-    if (refused(d, st, "binary"))
-        return hc_dev_fallback_binary(d, op, a, b, y, n);
-    return check(d, st, "binary");
+    if (hc_dev_uses(d, HC_OP_BINARY)) {
+        hc_status st = d->ops->binary(d->stream, op, a, b, y, n);
+        if (!refused(d, st, "binary"))
+            return check(d, st, "binary");
+    }
+    return hc_dev_fallback_binary(d, op, a, b, y, n);
 }
 
 int hc_dev_glu(hc_dev *d, int act, hc_ref g, hc_ref u, hc_ref h, int64_t n, float shift)
 {
-    if (!hc_dev_uses(d, HC_OP_GLU))
-        return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
-    hc_status st = d->ops->glu(d->stream, act, g, u, h, n, shift);
-    if (refused(d, st, "glu"))
-        return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
-    return check(d, st, "glu");
+    if (hc_dev_uses(d, HC_OP_GLU)) {
+        hc_status st = d->ops->glu(d->stream, act, g, u, h, n, shift);
+        if (!refused(d, st, "glu"))
+            return check(d, st, "glu");
+    }
+    return hc_dev_fallback_glu(d, act, g, u, h, n, shift);
 }
 
 int hc_dev_select_rows(hc_dev *d, hc_ref scores, int64_t n_tok, int64_t n_rows, float cut,
