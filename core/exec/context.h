@@ -84,8 +84,12 @@ struct hc_context {
  * logits (exec/forward.c).  Does not advance n_past. */
 int hc_forward(hc_context *c, const int32_t *tokens, int n, float *logits);
 
-/* After a pass has ended: the rows the GPU chose for itself, into the
- * run's and the layers' statistics (exec/sparse_ffn.c). */
+/* The host half of hc_exec_embed: tokens[0..n)'s rows into host_x and
+ * their positions into host_pos (ids checked). */
+int hc_embed_host(hc_context *c, const hc_weight *emb, const int32_t *tokens, int n);
+
+/* After a pass has ended: the rows the GPU chose for itself
+ * (exec/sparse_ffn.c), into the run's and the layers' statistics. */
 void hc_sparse_settle(hc_context *c);
 
 /* The pass as a replay of a captured graph (exec/graph.c): 0 done, -1

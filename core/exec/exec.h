@@ -19,8 +19,7 @@
 /* x = the embedding rows of tokens[0..n) (checked against the vocabulary),
  * on device `on` (1 = the GPU); positions n_past.. on every device. */
 int hc_exec_embed(hc_context *c, const hc_weight *emb, const int32_t *tokens, int n, int on);
-/* Its host half: the rows and positions into host_x and host_pos. */
-int hc_embed_host(hc_context *c, const hc_weight *emb, const int32_t *tokens, int n);
+
 
 /* Bring x to device `on`: where the placement runs the next block. */
 int hc_exec_to(hc_context *c, int on);

@@ -15,8 +15,7 @@
  */
 #include <string.h>
 
-#include "exec/exec.h"
-#include "exec/moves.h"
+#include "exec/context.h"
 #include "util/log.h"
 
 /* Would this pass run on the GPU alone, with no wait before its end? */

@@ -317,20 +317,6 @@ static int gpu_layer_ffn(hc_context *c, const hc_layer *l, int il, const share *
     return 0;
 }
 
-void hc_sparse_settle(hc_context *c)
-{
-    const int64_t ff = c->m->hp.n_ff;
-    for (int il = 0; il < c->m->hp.n_layer; il++) {
-        if (!c->counted[il])
-            continue;
-        const int32_t k = c->host_count[il];
-        c->run.gpu_rows += k;
-        c->acc[il].forwards++;
-        c->acc[il].computed += (double)k / (double)ff;
-        c->counted[il] = 0;
-    }
-}
-
 int hc_ffn_home(const hc_context *c, const hc_layer *l)
 {
     /* One device holds every neuron: the residual goes there, and nothing

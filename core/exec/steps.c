@@ -6,23 +6,6 @@
 #include "ref/ref.h"
 #include "util/log.h"
 
-int hc_embed_host(hc_context *c, const hc_weight *emb, const int32_t *tokens, int n)
-{
-    const hc_hparams *hp = &c->m->hp;
-    const uint64_t emb_row = hc_type_row_size(emb->type, hp->n_embd);
-    for (int i = 0; i < n; i++) {
-        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab) {
-            hc_set_error("token id %d is outside the vocabulary (0..%d)", tokens[i],
-                         hp->n_vocab - 1);
-            return -1;
-        }
-        const uint8_t *row = (const uint8_t *)emb->host + (uint64_t)tokens[i] * emb_row;
-        hc_scalar_dequantize_row(emb->type, row, c->host_x + (size_t)i * hp->n_embd, hp->n_embd);
-        c->host_pos[i] = c->n_past + i;
-    }
-    return 0;
-}
-
 int hc_exec_embed(hc_context *c, const hc_weight *emb, const int32_t *tokens, int n, int on)
 {
     const hc_hparams *hp = &c->m->hp;
