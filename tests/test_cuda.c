@@ -52,6 +52,11 @@ START_TEST(loads_with_the_1_3_table)
               HC_OPS_HAS(pl->ops, attention) && HC_OPS_HAS(pl->ops, unary) &&
               HC_OPS_HAS(pl->ops, binary) && HC_OPS_HAS(pl->ops, glu) &&
               HC_OPS_HAS(pl->ops, matmul_batch) && HC_OPS_HAS(pl->ops, stream_flush));
+    /* ABI 1.3 device-side selection: all three, or the core selects on the
+     * host and waits for the GPU at every layer. */
+    ck_assert(HC_OPS_HAS(pl->ops, select_rows));
+    ck_assert(HC_OPS_HAS(pl->ops, matvec_rows_counted));
+    ck_assert(HC_OPS_HAS(pl->ops, axpy_rows_counted));
     /* ABI 1.3 for GPUs: the KV rows by device positions, page-locked host
      * memory, capture. */
     ck_assert(HC_OPS_HAS(pl->ops, scatter_rows) && HC_OPS_HAS(pl->ops, host_alloc) &&

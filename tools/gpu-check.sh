@@ -84,14 +84,18 @@ if ! grep -qE '^  cuda:[0-9]' "$out/devices.txt"; then
 fi
 # HOTCOLD_CONF_REQUIRE_LAYER=1: the plugin has every layer op, so every
 # case of them must run on the GPU (a refusal fails instead of skipping).
+# The whole suite includes the ABI 1.3 selection cases (select_rows,
+# matvec_rows_counted, axpy_rows_counted), which op_cost prices, so a
+# refusal fails there too.
 step conformance 200 env HOTCOLD_CONF_REQUIRE_LAYER=1 "$kit/bin/test_conformance" "$cuda_so"
 if [ -n "$sanitizer" ]; then
-    for op in matmul matvec_rows axpy_rows attention; do
+    for op in matmul matvec_rows axpy_rows attention select_rows; do
         step "memcheck_$op" 90 env CK_RUN_CASE=$op CK_FORK=no "$sanitizer" --tool memcheck \
             --error-exitcode 1 "$kit/bin/test_conformance" "$cuda_so"
     done
-    # Shared memory and barriers: the row dots and attention's softmax.
-    for op in matvec_rows attention; do
+    # Shared memory and barriers: the row dots, attention's softmax and
+    # select_rows' block-wide scan (80 small calls: seconds).
+    for op in matvec_rows attention select_rows; do
         step "racecheck_$op" 90 env CK_RUN_CASE=$op CK_FORK=no "$sanitizer" \
             --tool racecheck --error-exitcode 1 "$kit/bin/test_conformance" "$cuda_so"
     done
@@ -100,8 +104,13 @@ else
 fi
 # Golden ids all on the GPU (stories260K, relu2M), hybrid relu2M equal to
 # all-CPU at budgets of nothing, half and everything, the out-of-memory
-# re-solve (HOTCOLD_CUDA_MEMORY_LIMIT).
+# re-solve (HOTCOLD_CUDA_MEMORY_LIMIT), and an all-GPU sparse model that
+# selects its rows on the device: exactly one host wait per pass
+# (all_gpu_predictor_syncs, all_gpu_oracle_syncs; their figures go to the
+# summary).
 step hybrid 200 env HOTCOLD_TEST_GPU=cuda "$kit/bin/test_hybrid"
+grep -h 'all on the GPU:' "$out/hybrid.txt" 2>/dev/null | sed 's/^/         /' |
+    tee -a "$out/summary.txt"
 # reglu1M all on the GPU: the same greedy text (stdout) as the CPU's.
 for dev in cpu cuda; do
     step "reglu1M_$dev" 30 sh -c '"$1" run -m models/reglu1M.gguf -n 64 --temp 0 \

@@ -32,9 +32,11 @@ extern "C" {
 int hc_cu_launch_dot_rows(void *stream, hc_type t, const void *w, uint64_t row_bytes,
                           int64_t rows, int64_t cols, const float *x, int64_t n,
                           const int32_t *idx, int64_t n_out, float *y);
+/* count NULL: n_idx entries; else the int32 at count, clamped to [0,
+ * n_idx], read on the device (axpy_rows_counted). */
 int hc_cu_launch_axpy_rows(void *stream, hc_type t, const void *wt, uint64_t row_bytes,
                            int64_t rows, int64_t cols, const float *h, int64_t n,
-                           const int32_t *idx, int64_t n_idx, float *y);
+                           const int32_t *idx, int64_t n_idx, const int32_t *count, float *y);
 int hc_cu_launch_scatter_rows(void *stream, const void *src, void *dst, int64_t words,
                               int64_t n, const int32_t *pos, int64_t dst_rows);
 /* Does a kernel take weights of type t? */
@@ -49,11 +51,16 @@ typedef struct hc_cu_dot_job {
     uint64_t row_bytes;
     int64_t rows;
     const int32_t *idx; /* NULL: every row */
-    int64_t n_out;      /* rows, or the list's length */
+    int64_t n_out;      /* rows, or the list's length (counted: max_idx) */
     float *y;
+    const int32_t *count; /* NULL, or matvec_rows_counted's count (device memory) */
 } hc_cu_dot_job;
 int hc_cu_launch_dot_jobs(void *stream, hc_type t, const hc_cu_dot_job *jobs, int n_jobs,
                           int64_t cols, const float *x, int64_t n);
+
+/* select_rows (kernels_select.cu): one block; checked by ops_select.c. */
+int hc_cu_launch_select_rows(void *stream, const float *scores, int64_t n_tok, int64_t n_rows,
+                             float cut, const int32_t *map, int32_t *idx, int32_t *count);
 
 /* The layer kernels (kernels_layer.cu, kernels_attention.cu); shapes are
  * checked by ops_layer.c. */
@@ -207,11 +214,21 @@ hc_status hc_cu_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
                             hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
 hc_status hc_cu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
                           hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y);
+hc_status hc_cu_matvec_rows_counted(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
+                                    int64_t cols, hc_ref x, int64_t n, hc_ref idx, hc_ref count,
+                                    int64_t max_idx, hc_ref y);
+hc_status hc_cu_axpy_rows_counted(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
+                                  int64_t cols, hc_ref h, int64_t n, hc_ref idx, hc_ref count,
+                                  int64_t max_idx, hc_ref y);
 hc_status hc_cu_matmul_batch(hc_stream *s, const hc_matmul_desc *desc, int n_desc, int64_t cols,
                              hc_ref x, int64_t n);
 /* Would a weight op of this shape run (HC_OK), or be refused (why)? */
 hc_status hc_cu_weight_shape_ok(hc_type wtype, int64_t rows, int64_t cols, int64_t n, char *why,
                                 size_t why_len);
+
+/* ---- ops_select.c -------------------------------------------------------- */
+hc_status hc_cu_select_rows(hc_stream *s, hc_ref scores, int64_t n_tok, int64_t n_rows, float cut,
+                            hc_ref map, hc_ref idx, hc_ref count);
 
 /* ---- ops_layer.c --------------------------------------------------------- */
 hc_status hc_cu_rmsnorm(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t n, int64_t dim,

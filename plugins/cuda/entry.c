@@ -7,7 +7,9 @@
  * Provided: the lifecycle, devices, buffers, streams, transfers (copy
  * included), the weight ops and matmul_batch (F32, F16, Q8_0, Q4_0; Q6_K is
  * refused with HC_E_UNSUPPORTED, so the core runs it on the CPU) and the
- * layer ops (rmsnorm, rope, attention, unary, binary, glu).
+ * layer ops (rmsnorm, rope, attention, unary, binary, glu), and the ABI 1.3
+ * device-side selection (select_rows, matvec_rows_counted,
+ * axpy_rows_counted).
  * buffer_wrap_host and buffer_host_ptr are NULL: device memory only.
  */
 #include <stdlib.h>
@@ -114,6 +116,9 @@ static const hc_plugin_ops cuda_ops = {
     .stream_flush = hc_cu_stream_flush,
     .matmul_batch = hc_cu_matmul_batch,
     .no_device_reason = cu_no_device_reason,
+    .select_rows = hc_cu_select_rows,
+    .matvec_rows_counted = hc_cu_matvec_rows_counted,
+    .axpy_rows_counted = hc_cu_axpy_rows_counted,
     .scatter_rows = hc_cu_scatter_rows,
     .host_alloc = hc_cu_host_alloc,
     .host_free = hc_cu_host_free,

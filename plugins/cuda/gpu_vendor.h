@@ -9,6 +9,9 @@
  *  - hc_shfl_xor: a butterfly shuffle over the whole HC_WARP-wide group,
  *    with its width and its lane mask spelled out (CUDA's _sync forms want
  *    the mask; HIP's take no mask and always use every lane).
+ *  - hc_ballot, hc_shfl_up_int: the lanes' votes as one mask (bit i: lane
+ *    i; 32 or 64 bits, always returned as 64) and an integer shuffle from
+ *    `delta` lanes below, over the same HC_WARP-wide group.
  *  - hc_half_bits_to_float: an IEEE binary16 read as its 16 bits (weights
  *    are bytes in device memory, not __half values).
  */
@@ -53,6 +56,26 @@ static __device__ __forceinline__ float hc_shfl_xor(float v, int lane_mask)
     return __shfl_xor(v, lane_mask, HC_WARP);
 #else
     return __shfl_xor_sync(HC_LANES_ALL, v, lane_mask, HC_WARP);
+#endif
+}
+
+/* Bit i set when lane i's pred is true; every lane of the group must call it. */
+static __device__ __forceinline__ uint64_t hc_ballot(bool pred)
+{
+#if defined(__HIPCC__)
+    return (uint64_t)__ballot(pred ? 1 : 0);
+#else
+    return (uint64_t)__ballot_sync(HC_LANES_ALL, pred ? 1 : 0);
+#endif
+}
+
+/* v of lane (this lane - delta); lanes below delta get their own v. */
+static __device__ __forceinline__ int32_t hc_shfl_up_int(int32_t v, unsigned delta)
+{
+#if defined(__HIPCC__)
+    return __shfl_up(v, delta, HC_WARP);
+#else
+    return __shfl_up_sync(HC_LANES_ALL, v, delta, HC_WARP);
 #endif
 }
 

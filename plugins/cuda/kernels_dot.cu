@@ -10,6 +10,9 @@
  * kernels_common.cuh says (a butterfly per warp, the warps in order).  The
  * grid's y dimension walks the tokens.  One launch may hold several
  * products of the same x and weight type (matmul_batch, dot_launch).
+ * matvec_rows_counted is the same kernel over max_idx blocks, of which
+ * those at or past the count in device memory leave at once: the others
+ * compute exactly what matvec_rows computes for that many rows.
  */
 #include "cuda_plugin.h"
 #include "kernels_common.cuh"
@@ -127,6 +130,13 @@ __global__ void __launch_bounds__(DOT_THREADS)
         j++;
     const hc_cu_dot_job &jb = L.job[j];
     const int64_t b = (int64_t)blockIdx.x - L.first[j], rows = jb.rows;
+    if (jb.count) {
+        /* matvec_rows_counted: blocks past the count (clamped to [0,
+         * n_out]) have no list entry; the others compute as matvec_rows. */
+        const int32_t k = *jb.count;
+        if (k <= 0 || b >= (int64_t)k)
+            return; /* the whole block, before any barrier */
+    }
     const int64_t r = jb.idx ? (int64_t)jb.idx[b] : b;
     if (r < 0 || r >= rows)
         return; /* the whole block: no barrier is left waiting */
@@ -217,6 +227,6 @@ extern "C" int hc_cu_launch_dot_rows(void *stream, hc_type t, const void *w, uin
                                      int64_t rows, int64_t cols, const float *x, int64_t n,
                                      const int32_t *idx, int64_t n_out, float *y)
 {
-    const hc_cu_dot_job job = {w, row_bytes, rows, idx, n_out, y};
+    const hc_cu_dot_job job = {w, row_bytes, rows, idx, n_out, y, NULL};
     return hc_cu_launch_dot_jobs(stream, t, &job, 1, cols, x, n);
 }

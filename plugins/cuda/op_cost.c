@@ -2,9 +2,10 @@
  * op_cost: a memory-bound estimate, seconds = bytes the op moves / the
  * device's peak bandwidth (memory clock x bus width, device.c) + one
  * kernel launch.  The shape arguments mean what plugin.h says per op; the
- * sparse ops are priced for a list of every row.  Types without a kernel
- * and shapes the ops refuse (ops_weight.c, ops_layer.c) answer -1, so an
- * op priced >= 0 is one the plugin runs.  matmul_batch is not asked about
+ * sparse ops are priced for a list of every row, their counted forms as
+ * the base ops (plugin.h).  Types without a kernel and shapes the ops
+ * refuse (ops_weight.c, ops_layer.c, ops_select.c) answer -1, so an op
+ * priced >= 0 is one the plugin runs.  matmul_batch is not asked about
  * (plugin.h): -1.
  */
 #include "cuda_plugin.h"
@@ -22,6 +23,11 @@ double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_
     if (!dev || dev->magic != HC_CU_MAGIC_DEVICE || rows < 0 || cols < 0 || n < 0)
         return -1.0;
     double bw = dev->info->bandwidth > 0 ? dev->info->bandwidth : FALLBACK_BANDWIDTH;
+    /* The counted forms are priced as their base ops (plugin.h). */
+    if (op == HC_OP_MATVEC_ROWS_COUNTED)
+        op = HC_OP_MATVEC_ROWS;
+    else if (op == HC_OP_AXPY_ROWS_COUNTED)
+        op = HC_OP_AXPY_ROWS;
     switch (op) {
     case HC_OP_MATMUL:
     case HC_OP_MATVEC_ROWS:
@@ -41,6 +47,13 @@ double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_
                      (op == HC_OP_MATVEC_ROWS ? 4.0 * (double)rows : 0.0);
         break;
     }
+    /* rows = n_rows, cols = 1, n = n_tok: the scores read once, the map
+     * (when there is one) and the list written. */
+    case HC_OP_SELECT_ROWS:
+        if (rows > INT32_MAX)
+            return -1.0;
+        bytes = 4.0 * (double)n * (double)rows + 2.0 * 4.0 * (double)rows;
+        break;
     case HC_OP_COPY: bytes = 2.0 * 4.0 * (double)cols; break; /* read + write */
     /* rows = 1, cols = dim, n tokens: x read, w read, y written. */
     case HC_OP_RMSNORM: bytes = 4.0 * (2.0 * (double)n * (double)cols + (double)cols); break;

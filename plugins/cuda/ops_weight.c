@@ -1,8 +1,11 @@
 /*
- * The weight ops: matmul, matvec_rows, axpy_rows and matmul_batch.  This
+ * The weight ops: matmul, matvec_rows, axpy_rows, matmul_batch and the
+ * counted forms of the sparse two (ABI 1.3: the list's length is read on
+ * the device, from `count`; the host never reads it, which would wait).  This
  * file checks the arguments (plugin_kit.h's checks, with the messages the
  * core shows) and queues the kernels; the arithmetic is in kernels_dot.cu (matmul,
- * matvec_rows, matmul_batch) and kernels_axpy.cu (axpy_rows).
+ * matvec_rows, matmul_batch) and kernels_axpy.cu (axpy_rows), the counted
+ * forms being the same kernels.
  *
  * Refused with HC_E_UNSUPPORTED (nothing queued; the core runs the call on
  * the CPU): Q6_K, which has no kernel yet, and shapes whose row count or
@@ -43,14 +46,16 @@ static hc_status check_weights(hc_device *dev, const char *op, hc_type t, hc_ref
     return st != HC_OK ? st : hc_cu_check_ref(dev, op, "w", w, *bytes, hc_kit_weight_align(t));
 }
 
-/* matmul (no list) and matvec_rows share everything but the row list:
- * the checks, and the job they queue (*job; n_out 0 when there is nothing
- * to compute). */
+/* matmul (no list), matvec_rows and matvec_rows_counted (a list of n_idx
+ * = max_idx entries and its length at *count) share everything but the
+ * row list: the checks, and the job they queue (*job; n_out 0 when there
+ * is nothing to compute). */
 static hc_status dot_prepare(hc_device *dev, const char *op, hc_type wtype, hc_ref w, int64_t rows,
                              int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
-                             hc_ref y, hc_cu_dot_job *job, uint64_t *wbytes, uint64_t *ybytes,
-                             uint64_t *ibytes)
+                             const hc_ref *count, hc_ref y, hc_cu_dot_job *job, uint64_t *wbytes,
+                             uint64_t *ybytes, uint64_t *ibytes)
 {
+    const char *len_name = count ? "max_idx" : "n_idx";
     uint64_t row_bytes = 0, xbytes;
     char why[160];
     hc_status st;
@@ -67,36 +72,42 @@ static hc_status dot_prepare(hc_device *dev, const char *op, hc_type wtype, hc_r
         return st;
     if (idx) {
         if (n_idx < 0)
-            return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: negative n_idx %lld", op, (ll)n_idx);
+            return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: negative %s %lld", op, len_name,
+                              (ll)n_idx);
         if ((st = hc_cu_check_ref_n(dev, op, "idx", *idx, n_idx, 1, 4, ibytes)) != HC_OK ||
             (st = hc_cu_check_disjoint(dev, op, "y", y, *ybytes, "idx", *idx, *ibytes)) != HC_OK)
             return st;
     }
+    if (count && ((st = hc_cu_check_ref(dev, op, "count", *count, 4, 4)) != HC_OK ||
+                  (st = hc_cu_check_disjoint(dev, op, "y", y, *ybytes, "count", *count, 4)) !=
+                      HC_OK))
+        return st;
     if ((st = hc_cu_weight_shape_ok(wtype, rows, cols, n, why, sizeof why)) != HC_OK)
         return hc_cu_fail(dev->ctx, st, "%s: %s", op, why);
     if (idx && n_idx > INT32_MAX)
-        return hc_cu_fail(dev->ctx, HC_E_UNSUPPORTED, "%s: n_idx %lld exceeds a 32-bit grid", op,
-                          (ll)n_idx);
+        return hc_cu_fail(dev->ctx, HC_E_UNSUPPORTED, "%s: %s %lld exceeds a 32-bit grid", op,
+                          len_name, (ll)n_idx);
     job->w = hc_cu_addr(w);
     job->row_bytes = row_bytes;
     job->rows = rows;
     job->idx = idx ? hc_cu_addr(*idx) : NULL;
     job->n_out = n == 0 || rows == 0 ? 0 : idx ? n_idx : rows;
     job->y = hc_cu_addr(y);
+    job->count = count ? hc_cu_addr(*count) : NULL;
     return HC_OK;
 }
 
 static hc_status dot_common(hc_stream *s, const char *op, hc_type wtype, hc_ref w, int64_t rows,
                             int64_t cols, hc_ref x, int64_t n, const hc_ref *idx, int64_t n_idx,
-                            hc_ref y)
+                            const hc_ref *count, hc_ref y)
 {
     hc_device *dev;
     hc_cu_dot_job job;
     uint64_t wbytes, ybytes, ibytes;
     hc_status st = hc_cu_stream_dev(s, op, &dev);
 
-    if (st != HC_OK || (st = dot_prepare(dev, op, wtype, w, rows, cols, x, n, idx, n_idx, y, &job,
-                                         &wbytes, &ybytes, &ibytes)) != HC_OK)
+    if (st != HC_OK || (st = dot_prepare(dev, op, wtype, w, rows, cols, x, n, idx, n_idx, count, y,
+                                         &job, &wbytes, &ybytes, &ibytes)) != HC_OK)
         return st;
     if (job.n_out == 0)
         return HC_OK;
@@ -107,13 +118,22 @@ static hc_status dot_common(hc_stream *s, const char *op, hc_type wtype, hc_ref 
 hc_status hc_cu_matmul(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
                        hc_ref x, int64_t n, hc_ref y)
 {
-    return dot_common(s, "matmul", wtype, w, rows, cols, x, n, NULL, 0, y);
+    return dot_common(s, "matmul", wtype, w, rows, cols, x, n, NULL, 0, NULL, y);
 }
 
 hc_status hc_cu_matvec_rows(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,
                             hc_ref x, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
 {
-    return dot_common(s, "matvec_rows", wtype, w, rows, cols, x, n, &idx, n_idx, y);
+    return dot_common(s, "matvec_rows", wtype, w, rows, cols, x, n, &idx, n_idx, NULL, y);
+}
+
+/* The grid is launched for max_idx rows; the kernel reads the count. */
+hc_status hc_cu_matvec_rows_counted(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows,
+                                    int64_t cols, hc_ref x, int64_t n, hc_ref idx, hc_ref count,
+                                    int64_t max_idx, hc_ref y)
+{
+    return dot_common(s, "matvec_rows_counted", wtype, w, rows, cols, x, n, &idx, max_idx, &count,
+                      y);
 }
 
 /* Products per call that are checked together and queued by type; a
@@ -175,8 +195,8 @@ hc_status hc_cu_matmul_batch(hc_stream *s, const hc_matmul_desc *desc, int n_des
         b->idx = d->idx;
         b->y = d->y;
         if ((st = dot_prepare(dev, name, d->wtype, d->w, d->rows, cols, x, n,
-                              d->idx.buf ? &d->idx : NULL, d->n_idx, d->y, &b->job, &b->wbytes,
-                              &b->ybytes, &b->ibytes)) != HC_OK)
+                              d->idx.buf ? &d->idx : NULL, d->n_idx, NULL, d->y, &b->job,
+                              &b->wbytes, &b->ybytes, &b->ibytes)) != HC_OK)
             return st;
         for (int j = 0; j < i; j++)
             if ((st = batch_disjoint(dev, op, &it[i], &it[j])) != HC_OK ||
@@ -197,10 +217,12 @@ hc_status hc_cu_matmul_batch(hc_stream *s, const hc_matmul_desc *desc, int n_des
     return HC_OK;
 }
 
-hc_status hc_cu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
-                          hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+/* axpy_rows, and with `count` axpy_rows_counted (n_idx is then max_idx,
+ * and the kernel reads the length). */
+static hc_status axpy_common(hc_stream *s, const char *op, hc_type wtype, hc_ref wt, int64_t rows,
+                             int64_t cols, hc_ref h, int64_t n, hc_ref idx, int64_t n_idx,
+                             const hc_ref *count, hc_ref y)
 {
-    static const char op[] = "axpy_rows";
     hc_device *dev;
     uint64_t row_bytes = 0, wbytes = 0, hbytes, ybytes, ibytes;
     char why[160];
@@ -210,14 +232,17 @@ hc_status hc_cu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, 
         (st = check_weights(dev, op, wtype, wt, rows, cols, &row_bytes, &wbytes)) != HC_OK)
         return st;
     if (n < 0 || n_idx < 0)
-        return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: negative n %lld or n_idx %lld", op, (ll)n,
-                          (ll)n_idx);
+        return hc_cu_fail(dev->ctx, HC_E_INVALID, "%s: negative n %lld or %s %lld", op, (ll)n,
+                          count ? "max_idx" : "n_idx", (ll)n_idx);
     if ((st = hc_cu_check_ref_n(dev, op, "h", h, n, rows, 4, &hbytes)) != HC_OK ||
         (st = hc_cu_check_ref_n(dev, op, "y", y, n, cols, 4, &ybytes)) != HC_OK ||
         (st = hc_cu_check_ref_n(dev, op, "idx", idx, n_idx, 1, 4, &ibytes)) != HC_OK ||
         (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "h", h, hbytes)) != HC_OK ||
         (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "wt", wt, wbytes)) != HC_OK ||
-        (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "idx", idx, ibytes)) != HC_OK)
+        (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "idx", idx, ibytes)) != HC_OK ||
+        (count && ((st = hc_cu_check_ref(dev, op, "count", *count, 4, 4)) != HC_OK ||
+                   (st = hc_cu_check_disjoint(dev, op, "y", y, ybytes, "count", *count, 4)) !=
+                       HC_OK)))
         return st;
     if ((st = hc_cu_weight_shape_ok(wtype, rows, cols, n, why, sizeof why)) != HC_OK)
         return hc_cu_fail(dev->ctx, st, "%s: %s", op, why);
@@ -225,6 +250,21 @@ hc_status hc_cu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, 
     if (n == 0 || n_idx == 0 || cols == 0)
         return HC_OK;
     int e = hc_cu_launch_axpy_rows(s->s, wtype, hc_cu_addr(wt), row_bytes, rows, cols,
-                                   hc_cu_addr(h), n, hc_cu_addr(idx), n_idx, hc_cu_addr(y));
+                                   hc_cu_addr(h), n, hc_cu_addr(idx), n_idx,
+                                   count ? hc_cu_addr(*count) : NULL, hc_cu_addr(y));
     return hc_cu_check_queued(s, (cudaError_t)e, op);
+}
+
+hc_status hc_cu_axpy_rows(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows, int64_t cols,
+                          hc_ref h, int64_t n, hc_ref idx, int64_t n_idx, hc_ref y)
+{
+    return axpy_common(s, "axpy_rows", wtype, wt, rows, cols, h, n, idx, n_idx, NULL, y);
+}
+
+hc_status hc_cu_axpy_rows_counted(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
+                                  int64_t cols, hc_ref h, int64_t n, hc_ref idx, hc_ref count,
+                                  int64_t max_idx, hc_ref y)
+{
+    return axpy_common(s, "axpy_rows_counted", wtype, wt, rows, cols, h, n, idx, max_idx, &count,
+                       y);
 }
