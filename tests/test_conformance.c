@@ -2474,7 +2474,8 @@ static void scatter_case(conf_dev *d, uint64_t row_bytes, int64_t n, int64_t dst
 {
     char what[128];
     dbuf src = {0}, dst = {0}, dp = {0};
-    const size_t sb = (size_t)(row_bytes * (uint64_t)n), db = (size_t)(row_bytes * (uint64_t)dst_rows);
+    const size_t sb = (size_t)(row_bytes * (uint64_t)n);
+    const size_t db = (size_t)(row_bytes * (uint64_t)dst_rows);
     uint8_t *hs = xmalloc(sb), *hd = xmalloc(db), *want = xmalloc(db), *got = xmalloc(db);
     int32_t *pos = xmalloc((size_t)n * sizeof(int32_t));
     conf_rng r = rng_seed(seed);

@@ -7,8 +7,9 @@
  * transformer layer stays on the device; stream_flush in stream.c) except
  * buffer_wrap_host and set_threads (NULL: zero-copy host weights are not
  * imported, and there are no CPU threads to set); of 1.2 and 1.3,
- * no_device_reason (why init found no device, from instance.c) but not yet
- * matmul_batch.  A new kernel is a line
+ * no_device_reason (why init found no device, from instance.c), the
+ * device-side selection ops and scatter_rows, but not yet matmul_batch,
+ * host_alloc or capture (see the table).  A new kernel is a line
  * in shaders/variants.txt, its .comp, an hc_vk_op id and an ops_*.c entry
  * that fills an hc_vk_dispatch.
  */
@@ -120,6 +121,16 @@ static const hc_plugin_ops vulkan_ops = {
     .select_rows = hc_vk_select_rows,
     .matvec_rows_counted = hc_vk_matvec_rows_counted,
     .axpy_rows_counted = hc_vk_axpy_rows_counted,
+    .scatter_rows = hc_vk_scatter_rows,
+    /* host_alloc/host_free: NULL.  upload and download always pass through
+     * the frame's own staging buffer (host-visible, coherent): an upload
+     * copies the caller's bytes in at call time, a download copies them out
+     * when its frame completes, so the transfer is already asynchronous and
+     * the caller's memory is never read by the device; pinned memory of
+     * ours would change nothing but that memcpy's source.  (Importing host
+     * memory, VK_EXT_external_memory_host, could save the memcpy: not
+     * done.)  capture_*, graph_*: NULL, no graphs here: the core issues
+     * every pass. */
 };
 
 HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)
