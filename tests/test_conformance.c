@@ -2788,8 +2788,9 @@ static void capture_pass(conf_dev *d, int op, int launches, uint64_t seed)
     conf_rng r = rng_seed(seed);
     int capturing = 0;
 
-    snprintf(what, sizeof what, "capture %s, %d launches",
-             op ? "upload, Q4_0 matmul 48x64, download" : "upload, scale 64, download", launches);
+    snprintf(what, sizeof what, "capture %s, %d launch%s",
+             op ? "upload, Q4_0 matmul 48x64, download" : "upload, scale 64, download", launches,
+             launches == 1 ? "" : "es");
     fill_nan(sentinel, CAP_COLS);
     if (capture_entries_ok(d) != 0)
         goto out;
@@ -2920,7 +2921,8 @@ static void conf_capture_end(conf_dev *d)
         goto out;
     if (memcmp(got, src, XFER_N) != 0)
         conf_fail(d, "an empty graph's launch changed a buffer");
-    printf("conf %-28s capture_end: an empty capture launches: ok\n", d->name);
+    else
+        printf("conf %-28s capture_end: an empty capture launches: ok\n", d->name);
     capture_pass(d, 1, 2, 4200);
 out:
     if (g)
@@ -2966,7 +2968,8 @@ static void conf_graph_free(conf_dev *d)
         goto out;
     if (memcmp(got, src, XFER_N) != 0)
         conf_fail(d, "a graph freed unlaunched ran its work");
-    printf("conf %-28s graph_free: unlaunched: ok\n", d->name);
+    else
+        printf("conf %-28s graph_free: unlaunched: ok\n", d->name);
     capture_pass(d, 0, 1, 4400);
 out:
     if (g)
