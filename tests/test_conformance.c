@@ -1892,7 +1892,7 @@ out:
  * the call is checked by every op case (query_cost). */
 static void conf_op_cost(conf_dev *d)
 {
-    for (int op = HC_OP_MATMUL; op <= HC_OP_AXPY_ROWS_COUNTED; op++) {
+    for (int op = HC_OP_MATMUL; op <= HC_OP_SCATTER_ROWS; op++) {
         double c = d->ops->op_cost(d->dev, op, HC_TYPE_F32, 64, 64, 1);
         if (isnan(c))
             conf_fail(d, "op_cost(op %d, F32, 64x64, n 1) is nan", op);
@@ -2432,6 +2432,549 @@ static void conf_select_rows(conf_dev *d)
                 for (int use_map = 0; use_map < 2; use_map++)
                     select_case(d, ROWS[ri], n_tok, FRACS[fi], use_map,
                                 900 + 97 * ri + 13 * fi + 5 * (uint64_t)n_tok + (uint64_t)use_map);
+}
+
+/* ---- scatter_rows (ABI 1.3) ------------------------------------------------ */
+
+enum { SCAT_ASCENDING, SCAT_DESCENDING, SCAT_NEGATIVE, SCAT_PAST_END, SCAT_SPREAD, SCAT_KINDS };
+static const char *const SCAT_NAMES[SCAT_KINDS] = {"ascending", "descending", "one negative",
+                                                   "one past the end", "spread"};
+
+/* Positions of kind k for n tokens into dst_rows rows (dst_rows >= 2n + 2
+ * for the first four: every other row is named, the rest keep their bytes).
+ * SCAT_NEGATIVE and SCAT_PAST_END put one token (the middle one) outside
+ * [0, dst_rows); SCAT_PAST_END with several tokens also sends the first to
+ * INT32_MAX.  SCAT_SPREAD: distinct rows in a stride that wraps around the
+ * whole destination, every 7th token to -2. */
+static void scatter_positions(int k, int64_t n, int64_t dst_rows, int32_t *pos)
+{
+    for (int64_t t = 0; t < n; t++) {
+        if (k == SCAT_DESCENDING)
+            pos[t] = (int32_t)(dst_rows - 1 - 2 * t);
+        else if (k == SCAT_SPREAD)
+            pos[t] = t % 7 == 3 ? -2 : (int32_t)((t * 97 + 5) % dst_rows);
+        else
+            pos[t] = (int32_t)(2 * t + 1);
+    }
+    if (k == SCAT_NEGATIVE)
+        pos[n / 2] = -1;
+    if (k == SCAT_PAST_END) {
+        pos[n / 2] = (int32_t)dst_rows;
+        if (n > 1)
+            pos[0] = INT32_MAX;
+    }
+}
+
+/* One call: n random rows of row_bytes to the positions of kind k in a
+ * destination of dst_rows random rows.  The destination must equal the
+ * expected bytes computed here (rows not named, or named by an outside
+ * position, unchanged), the guards and the inputs unchanged. */
+static void scatter_case(conf_dev *d, uint64_t row_bytes, int64_t n, int64_t dst_rows, int k,
+                         uint64_t seed)
+{
+    char what[128];
+    dbuf src = {0}, dst = {0}, dp = {0};
+    const size_t sb = (size_t)(row_bytes * (uint64_t)n);
+    const size_t db = (size_t)(row_bytes * (uint64_t)dst_rows);
+    uint8_t *hs = xmalloc(sb), *hd = xmalloc(db), *want = xmalloc(db), *got = xmalloc(db);
+    int32_t *pos = xmalloc((size_t)n * sizeof(int32_t));
+    conf_rng r = rng_seed(seed);
+
+    snprintf(what, sizeof what, "rows of %llu B, n=%lld into %lld, %s",
+             (unsigned long long)row_bytes, (long long)n, (long long)dst_rows, SCAT_NAMES[k]);
+    for (size_t i = 0; i < sb; i++)
+        hs[i] = (uint8_t)rng_next(&r);
+    for (size_t i = 0; i < db; i++)
+        hd[i] = (uint8_t)rng_next(&r);
+    scatter_positions(k, n, dst_rows, pos);
+    memcpy(want, hd, db);
+    for (int64_t t = 0; t < n; t++)
+        if (pos[t] >= 0 && pos[t] < dst_rows)
+            memcpy(want + (size_t)pos[t] * row_bytes, hs + (size_t)t * row_bytes,
+                   (size_t)row_bytes);
+    int big = dbuf_new(d, &src, sb, hs);
+    if (big == 0)
+        big = dbuf_new(d, &dst, db, hd);
+    if (big == 0)
+        big = dbuf_new(d, &dp, (uint64_t)n * 4, pos);
+    if (big == 1)
+        hc_test_skip("conf %s scatter_rows %s: larger than the device's max_buffer", d->name,
+                     what);
+    if (big != 0)
+        goto out;
+    double cost = query_cost(d, HC_OP_SCATTER_ROWS, HC_TYPE_F32, dst_rows,
+                             (int64_t)(row_bytes / 4), n);
+    hc_status s = d->ops->scatter_rows(d->st, dref(&src), dref(&dst), row_bytes, n, dref(&dp),
+                                       dst_rows);
+    if (!op_accepted(d, s, cost, what))
+        goto out;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (!dbuf_input_ok(&src, hs, what, "src") || !dbuf_input_ok(&dp, pos, what, "pos") ||
+        !dbuf_guards_ok(&dst, what, "dst") || dbuf_get(&dst, got, 0, db) != 0)
+        goto out;
+    for (int64_t row = 0; row < dst_rows; row++) {
+        const size_t at = (size_t)row * row_bytes;
+        if (memcmp(got + at, want + at, (size_t)row_bytes) != 0) {
+            int named = 0;
+            for (int64_t t = 0; t < n; t++)
+                named |= pos[t] == row;
+            conf_fail(d, "scatter_rows %s: dst row %lld differs (%s)", what, (long long)row,
+                      named ? "a row that was written" : "a row no position names: must keep "
+                                                         "its bytes");
+            goto out;
+        }
+    }
+    printf("conf %-28s %-11s %-44s exact\n", d->name, "scatter", what);
+out:
+    dbuf_free(&src);
+    dbuf_free(&dst);
+    dbuf_free(&dp);
+    free(hs);
+    free(hd);
+    free(want);
+    free(got);
+    free(pos);
+}
+
+/* Calls that must be refused, with the destination unchanged after them. */
+static void scatter_refusals(conf_dev *d)
+{
+    const uint64_t rb = 16;
+    const int64_t n = 2, rows = 6;
+    dbuf src = {0}, dst = {0}, dp = {0};
+    uint8_t hs[32], hd[96];
+    int32_t pos[2] = {0, 3};
+    conf_rng r = rng_seed(31);
+    for (size_t i = 0; i < sizeof hs; i++)
+        hs[i] = (uint8_t)rng_next(&r);
+    for (size_t i = 0; i < sizeof hd; i++)
+        hd[i] = (uint8_t)rng_next(&r);
+    if (dbuf_new(d, &src, sizeof hs, hs) != 0 || dbuf_new(d, &dst, sizeof hd, hd) != 0 ||
+        dbuf_new(d, &dp, sizeof pos, pos) != 0)
+        goto out;
+    hc_ref inside = {dst.buf, GUARD + 16};              /* inside dst's first two rows */
+    hc_ref past = {dst.buf, dst.bytes + 2 * GUARD - 8}; /* 8 bytes left: rows run past */
+    expect_refused(d, d->ops->scatter_rows(d->st, dref(&src), dref(&dst), 6, n, dref(&dp), rows),
+                   "scatter_rows, row_bytes 6 (not a multiple of 4)");
+    expect_refused(d, d->ops->scatter_rows(d->st, dref(&src), dref(&dst), rb, -1, dref(&dp),
+                                           rows),
+                   "scatter_rows, n = -1");
+    expect_refused(d, d->ops->scatter_rows(d->st, dref(&src), dref(&dst), rb, n, dref(&dp), -1),
+                   "scatter_rows, dst_rows = -1");
+    expect_refused(d, d->ops->scatter_rows(d->st, dref(&src), past, rb, n, dref(&dp), rows),
+                   "scatter_rows, dst running past the end");
+    expect_refused(d, d->ops->scatter_rows(d->st, dref(&src), dref(&dst), rb, n,
+                                           (hc_ref){dp.buf, dp.bytes + 2 * GUARD - 4}, rows),
+                   "scatter_rows, pos running past the end");
+    expect_refused(d, d->ops->scatter_rows(d->st, (hc_ref){src.buf, src.bytes + 2 * GUARD - 16},
+                                           dref(&dst), rb, n, dref(&dp), rows),
+                   "scatter_rows, src running past the end");
+    expect_refused(d, d->ops->scatter_rows(d->st, dref(&src), dref(&dst), rb, n,
+                                           (hc_ref){NULL, 0}, rows),
+                   "scatter_rows, NULL pos buffer");
+    /* src, then pos, starting inside dst's two rows. */
+    expect_refused(d, d->ops->scatter_rows(d->st, inside, dref(&dst), rb, n, dref(&dp), 2),
+                   "scatter_rows, dst overlapping src");
+    expect_refused(d, d->ops->scatter_rows(d->st, dref(&src), dref(&dst), rb, n, inside, 2),
+                   "scatter_rows, dst overlapping pos");
+    d->ops->stream_sync(d->st);
+    dbuf_input_ok(&dst, hd, "scatter_rows refusals", "dst");
+    dbuf_input_ok(&src, hs, "scatter_rows refusals", "src");
+    dbuf_input_ok(&dp, pos, "scatter_rows refusals", "pos");
+out:
+    dbuf_free(&src);
+    dbuf_free(&dst);
+    dbuf_free(&dp);
+}
+
+/* Row sizes from one word to a KV row (8 KV heads x 64 x F32) and past a
+ * 256 KiB binding (tests/conformance_vulkan.cmake's fallbacks run: there
+ * the 300 KiB row is refused and priced -1, the 150 KV rows into 300 are
+ * split); one token and five, in order, reversed, one outside at either
+ * end. */
+static void conf_scatter_rows(conf_dev *d)
+{
+    static const uint64_t ROW_BYTES[] = {4, 12, 260, 8 * 64 * 4};
+    static const int64_t NS[] = {1, 5};
+    uint64_t seed = 3000;
+    for (size_t ri = 0; ri < sizeof ROW_BYTES / sizeof ROW_BYTES[0]; ri++)
+        for (size_t ni = 0; ni < 2; ni++)
+            for (int k = SCAT_ASCENDING; k <= SCAT_PAST_END; k++)
+                scatter_case(d, ROW_BYTES[ri], NS[ni], 2 * NS[ni] + 2, k, seed++);
+    scatter_case(d, 8 * 64 * 4, 150, 300, SCAT_SPREAD, seed++);
+    scatter_case(d, 300 * 1024, 1, 2, SCAT_DESCENDING, seed++);
+    scatter_case(d, 16, 0, 3, SCAT_ASCENDING, seed++);
+    scatter_refusals(d);
+}
+
+/* ---- host memory (ABI 1.3) --------------------------------------------------- */
+
+/* Blocks of several sizes: every byte written and read back, an upload
+ * from one and a download into another give the bytes back, freed. */
+static void conf_host_alloc(conf_dev *d)
+{
+    static const uint64_t SIZES[] = {1, 4, 4099, 1 << 20};
+    enum { N_SIZES = sizeof SIZES / sizeof SIZES[0] };
+    uint8_t *in[N_SIZES] = {0}, *back[N_SIZES] = {0};
+    void *p = NULL;
+    dbuf a = {0};
+    if (!HC_OPS_HAS(d->ops, host_free)) {
+        conf_fail(d, "host_alloc without host_free (plugin.h: both or neither)");
+        return;
+    }
+    for (int i = 0; i < N_SIZES; i++) {
+        CONF_CALL(d, d->ops->host_alloc(d->dev, SIZES[i], &p));
+        in[i] = p;
+        CONF_CALL(d, d->ops->host_alloc(d->dev, SIZES[i], &p));
+        back[i] = p;
+        if (!in[i] || !back[i]) {
+            conf_fail(d, "host_alloc(%llu) returned HC_OK and NULL", (unsigned long long)SIZES[i]);
+            goto out;
+        }
+    }
+    /* Every block's bytes written, then all read: blocks do not overlap. */
+    for (int i = 0; i < N_SIZES; i++)
+        for (uint64_t j = 0; j < SIZES[i]; j++) {
+            in[i][j] = (uint8_t)(j * 131 + (uint64_t)i * 7 + 1);
+            back[i][j] = (uint8_t)(in[i][j] + 101u);
+        }
+    for (int i = 0; i < N_SIZES; i++)
+        for (uint64_t j = 0; j < SIZES[i]; j++)
+            if (in[i][j] != (uint8_t)(j * 131 + (uint64_t)i * 7 + 1) ||
+                back[i][j] != (uint8_t)(in[i][j] + 101u)) {
+                conf_fail(d, "host_alloc(%llu): byte %llu does not keep its value",
+                          (unsigned long long)SIZES[i], (unsigned long long)j);
+                goto out;
+            }
+    for (int i = 0; i < N_SIZES; i++) {
+        if (dbuf_new(d, &a, SIZES[i], NULL) != 0)
+            goto out;
+        CONF_CALL(d, d->ops->upload(d->st, dref(&a), in[i], SIZES[i]));
+        CONF_CALL(d, d->ops->download(d->st, back[i], dref(&a), SIZES[i]));
+        CONF_CALL(d, d->ops->stream_sync(d->st));
+        if (memcmp(back[i], in[i], (size_t)SIZES[i]) != 0)
+            conf_fail(d, "host_alloc(%llu): upload from it, download into another differ",
+                      (unsigned long long)SIZES[i]);
+        dbuf_guards_ok(&a, "host_alloc", "a");
+        dbuf_free(&a);
+    }
+    printf("conf %-28s host_alloc: 1 B to 1 MiB, written, read, round trip: ok\n", d->name);
+out:
+    dbuf_free(&a);
+    for (int i = 0; i < N_SIZES; i++) {
+        if (in[i])
+            d->ops->host_free(d->dev, in[i]);
+        if (back[i])
+            d->ops->host_free(d->dev, back[i]);
+    }
+}
+
+/* Blocks freed right away, out of order, and after a transfer used them;
+ * allocation still works afterwards.  (plugin.h does not say that NULL
+ * may be freed: not tested.) */
+static void conf_host_free(conf_dev *d)
+{
+    void *p[8] = {0}, *v = NULL;
+    uint8_t *q = NULL;
+    dbuf a = {0};
+    if (!HC_OPS_HAS(d->ops, host_alloc)) {
+        conf_fail(d, "host_free without host_alloc (plugin.h: both or neither)");
+        return;
+    }
+    CONF_CALL(d, d->ops->host_alloc(d->dev, 64, &p[0]));
+    d->ops->host_free(d->dev, p[0]);
+    p[0] = NULL;
+    for (int i = 0; i < 8; i++)
+        CONF_CALL(d, d->ops->host_alloc(d->dev, (uint64_t)(i + 1) * 1000, &p[i]));
+    for (int i = 0; i < 8; i += 2) { /* every other one, then the rest backwards */
+        d->ops->host_free(d->dev, p[i]);
+        p[i] = NULL;
+    }
+    for (int i = 7; i >= 0; i--) {
+        if (p[i])
+            d->ops->host_free(d->dev, p[i]);
+        p[i] = NULL;
+    }
+    CONF_CALL(d, d->ops->host_alloc(d->dev, XFER_N, &v));
+    q = v;
+    for (int i = 0; i < XFER_N; i++)
+        q[i] = (uint8_t)(i ^ 0x3c);
+    if (dbuf_new(d, &a, XFER_N, NULL) != 0)
+        goto out;
+    CONF_CALL(d, d->ops->upload(d->st, dref(&a), q, XFER_N));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    d->ops->host_free(d->dev, q);
+    q = NULL;
+    CONF_CALL(d, d->ops->host_alloc(d->dev, XFER_N, &v));
+    q = v;
+    CONF_CALL(d, d->ops->download(d->st, q, dref(&a), XFER_N));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    for (int i = 0; i < XFER_N; i++)
+        if (q[i] != (uint8_t)(i ^ 0x3c)) {
+            conf_fail(d, "after host_free, a new block's download differs at byte %d", i);
+            break;
+        }
+    printf("conf %-28s host_free: in order, out of order, after a transfer: ok\n", d->name);
+out:
+    dbuf_free(&a);
+    for (int i = 0; i < 8; i++)
+        if (p[i])
+            d->ops->host_free(d->dev, p[i]);
+    if (q)
+        d->ops->host_free(d->dev, q);
+}
+
+/* ---- capture (ABI 1.3) ------------------------------------------------------- */
+
+/* What the capture cases need: all four entries (plugin.h: all or none)
+ * and host_alloc (host memory named while capturing must come from it).
+ * 0: go on; -1: failed (recorded). */
+static int capture_entries_ok(conf_dev *d)
+{
+    if (!HC_OPS_HAS(d->ops, capture_begin) || !HC_OPS_HAS(d->ops, capture_end) ||
+        !HC_OPS_HAS(d->ops, graph_launch) || !HC_OPS_HAS(d->ops, graph_free)) {
+        conf_fail(d, "capture_begin, capture_end, graph_launch, graph_free: some but not all "
+                     "provided (plugin.h: all four or none)");
+        return -1;
+    }
+    if (!HC_OPS_HAS(d->ops, host_alloc) || !HC_OPS_HAS(d->ops, host_free)) {
+        conf_fail(d, "capture without host_alloc/host_free: uploads and downloads while "
+                     "capturing need host_alloc memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* capture_begin; HC_E_UNSUPPORTED (allowed: the core then issues every
+ * pass) skips.  1: capturing; 0: skipped; -1: failed (recorded). */
+static int capture_start(conf_dev *d, const char *what)
+{
+    hc_status s = d->ops->capture_begin(d->st);
+    if (s == HC_OK)
+        return 1;
+    if (s == HC_E_UNSUPPORTED) {
+        hc_test_skip("conf %s %s: capture_begin refused with HC_E_UNSUPPORTED (%s); the core "
+                     "issues every pass",
+                     d->name, what, plugin_error(d));
+        return 0;
+    }
+    conf_fail(d, "%s: capture_begin returned %d (%s)", what, (int)s, plugin_error(d));
+    return -1;
+}
+
+#define CAP_ROWS 48
+#define CAP_COLS 64
+
+/* One captured pass: upload x from pinned memory, y = op(x), download y
+ * into pinned memory; op 0 is a unary scale (x 64 floats), op 1 a Q4_0
+ * matmul 48x64 of one token.  The graph is launched `launches` times with
+ * new values in the pinned input each time; each result must be the bits
+ * of the same op issued directly, and close to the reference.  Capture
+ * itself must run nothing: the pinned output and y keep their bytes until
+ * the first launch. */
+static void capture_pass(conf_dev *d, int op, int launches, uint64_t seed)
+{
+    char what[96];
+    const int64_t nx = CAP_COLS, ny = op ? CAP_ROWS : CAP_COLS;
+    const float scale = -1.5f;
+    dbuf w = {0}, x = {0}, y = {0}, x2 = {0}, y2 = {0};
+    float *pin_x = NULL, *pin_y = NULL;
+    void *pv = NULL;
+    float hx[CAP_COLS], direct[CAP_COLS], sentinel[CAP_COLS], want[CAP_COLS], now[CAP_COLS];
+    double wantd[CAP_COLS];
+    hc_graph *g = NULL;
+    uint64_t wbytes = 0;
+    void *wq = op ? make_weights(HC_TYPE_Q4_0, CAP_ROWS, CAP_COLS, seed, &wbytes) : NULL;
+    conf_rng r = rng_seed(seed);
+    int capturing = 0;
+
+    snprintf(what, sizeof what, "capture %s, %d launch%s",
+             op ? "upload, Q4_0 matmul 48x64, download" : "upload, scale 64, download", launches,
+             launches == 1 ? "" : "es");
+    fill_nan(sentinel, CAP_COLS);
+    if (capture_entries_ok(d) != 0)
+        goto out;
+    CONF_CALL(d, d->ops->host_alloc(d->dev, (uint64_t)nx * 4, &pv));
+    pin_x = pv;
+    CONF_CALL(d, d->ops->host_alloc(d->dev, (uint64_t)ny * 4, &pv));
+    pin_y = pv;
+    if ((op && dbuf_new(d, &w, wbytes, wq) != 0) || dbuf_new(d, &x, nx * 4, NULL) != 0 ||
+        dbuf_new(d, &y, ny * 4, sentinel) != 0 || dbuf_new(d, &x2, nx * 4, NULL) != 0 ||
+        dbuf_new(d, &y2, ny * 4, NULL) != 0)
+        goto out;
+    fill_uniform(&r, pin_x, (size_t)nx, 1.0f);
+    memcpy(pin_y, sentinel, (size_t)ny * 4);
+    int c = capture_start(d, what);
+    if (c <= 0)
+        goto out;
+    capturing = 1;
+    CONF_CALL(d, d->ops->upload(d->st, dref(&x), pin_x, (uint64_t)nx * 4));
+    if (op)
+        CONF_CALL(d, d->ops->matmul(d->st, HC_TYPE_Q4_0, dref(&w), CAP_ROWS, CAP_COLS, dref(&x),
+                                    1, dref(&y)));
+    else
+        CONF_CALL(d, d->ops->unary(d->st, HC_UNARY_SCALE, dref(&x), dref(&y), nx, scale));
+    CONF_CALL(d, d->ops->download(d->st, pin_y, dref(&y), (uint64_t)ny * 4));
+    capturing = 0;
+    CONF_CALL(d, d->ops->capture_end(d->st, &g));
+    if (!g) {
+        conf_fail(d, "%s: capture_end returned HC_OK and no graph", what);
+        goto out;
+    }
+    /* After capture_end the stream may be synced: nothing may have run. */
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (memcmp(pin_y, sentinel, (size_t)ny * 4) != 0) {
+        conf_fail(d, "%s: the pinned output changed during capture: the work ran", what);
+        goto out;
+    }
+    if (dbuf_get(&y, now, 0, (uint64_t)ny * 4) != 0)
+        goto out;
+    if (memcmp(now, sentinel, (size_t)ny * 4) != 0) {
+        conf_fail(d, "%s: y changed during capture: the op ran", what);
+        goto out;
+    }
+    for (int l = 0; l < launches; l++) {
+        /* New input where the graph reads it; the same op issued directly
+         * on another pair of buffers for the bits it must give. */
+        fill_uniform(&r, hx, (size_t)nx, 1.0f + (float)l);
+        memcpy(pin_x, hx, (size_t)nx * 4);
+        memcpy(pin_y, sentinel, (size_t)ny * 4);
+        CONF_CALL(d, d->ops->graph_launch(d->st, g));
+        CONF_CALL(d, d->ops->stream_sync(d->st));
+        if (dbuf_put(&x2, 0, hx, (uint64_t)nx * 4) != 0)
+            goto out;
+        if (op)
+            CONF_CALL(d, d->ops->matmul(d->st, HC_TYPE_Q4_0, dref(&w), CAP_ROWS, CAP_COLS,
+                                        dref(&x2), 1, dref(&y2)));
+        else
+            CONF_CALL(d, d->ops->unary(d->st, HC_UNARY_SCALE, dref(&x2), dref(&y2), nx, scale));
+        CONF_CALL(d, d->ops->stream_sync(d->st));
+        if (dbuf_get(&y2, direct, 0, (uint64_t)ny * 4) != 0)
+            goto out;
+        if (memcmp(pin_y, direct, (size_t)ny * 4) != 0) {
+            conf_fail(d, "%s: launch %d differs from the op issued directly", what, l + 1);
+            goto out;
+        }
+        if (op)
+            hc_scalar_matmul(HC_TYPE_Q4_0, wq, CAP_ROWS, CAP_COLS, hx, 1, want);
+        else
+            hc_scalar_unary(HC_UNARY_SCALE, hx, want, nx, scale);
+        for (int64_t i = 0; i < ny; i++)
+            wantd[i] = want[i];
+        char part[128];
+        snprintf(part, sizeof part, "%s: launch %d", op ? "Q4_0 48x64 n=1" : "scale 64", l + 1);
+        report(d, "graph", op ? worst_slot(HC_TYPE_Q4_0) : WORST_LAYER, part,
+               compare(pin_y, wantd, (size_t)ny),
+               op ? bound_for_type(HC_TYPE_Q4_0) : BOUND_ELEMENTWISE);
+    }
+    if (op)
+        dbuf_input_ok(&w, wq, what, "w");
+    dbuf_guards_ok(&x, what, "x");
+    dbuf_guards_ok(&y, what, "y");
+out:
+    if (capturing) { /* end a capture a failed call left open: the stream stays usable */
+        hc_graph *left = NULL;
+        if (d->ops->capture_end(d->st, &left) == HC_OK && left)
+            d->ops->graph_free(left);
+    }
+    if (g)
+        d->ops->graph_free(g);
+    d->ops->stream_sync(d->st);
+    dbuf_free(&w);
+    dbuf_free(&x);
+    dbuf_free(&y);
+    dbuf_free(&x2);
+    dbuf_free(&y2);
+    if (pin_x)
+        d->ops->host_free(d->dev, pin_x);
+    if (pin_y)
+        d->ops->host_free(d->dev, pin_y);
+    free(wq);
+}
+
+/* A captured element-wise pass launched twice. */
+static void conf_capture_begin(conf_dev *d)
+{
+    capture_pass(d, 0, 2, 4100);
+}
+
+/* An empty capture gives a graph that launches and does nothing; then a
+ * capture of a matmul pass, launched twice. */
+static void conf_capture_end(conf_dev *d)
+{
+    hc_graph *g = NULL;
+    dbuf a = {0};
+    uint8_t src[XFER_N], got[XFER_N];
+    if (capture_entries_ok(d) != 0 || xfer_setup(d, src, &a) != 0)
+        goto out;
+    int c = capture_start(d, "empty capture");
+    if (c <= 0)
+        goto out;
+    CONF_CALL(d, d->ops->capture_end(d->st, &g));
+    if (!g) {
+        conf_fail(d, "empty capture: capture_end returned HC_OK and no graph");
+        goto out;
+    }
+    CONF_CALL(d, d->ops->graph_launch(d->st, g));
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (dbuf_get(&a, got, 0, XFER_N) != 0)
+        goto out;
+    if (memcmp(got, src, XFER_N) != 0)
+        conf_fail(d, "an empty graph's launch changed a buffer");
+    else
+        printf("conf %-28s capture_end: an empty capture launches: ok\n", d->name);
+    capture_pass(d, 1, 2, 4200);
+out:
+    if (g)
+        d->ops->graph_free(g);
+    dbuf_free(&a);
+}
+
+/* One graph launched three times, each with its own input. */
+static void conf_graph_launch(conf_dev *d)
+{
+    capture_pass(d, 1, 3, 4300);
+}
+
+/* A graph freed without a launch; then the stream still captures and runs
+ * directly. */
+static void conf_graph_free(conf_dev *d)
+{
+    hc_graph *g = NULL;
+    dbuf a = {0};
+    uint8_t src[XFER_N], got[XFER_N];
+    if (capture_entries_ok(d) != 0 || xfer_setup(d, src, &a) != 0)
+        goto out;
+    int c = capture_start(d, "graph_free");
+    if (c <= 0)
+        goto out;
+    /* Something recorded, never to run (an upload's bytes are read when
+     * the graph runs, so host_alloc memory would do too; copy is simpler). */
+    hc_status s = HC_OPS_HAS(d->ops, copy) ? d->ops->copy(d->st, (hc_ref){a.buf, GUARD},
+                                                          (hc_ref){a.buf, GUARD + 500}, 100)
+                                           : HC_OK;
+    CONF_CALL(d, d->ops->capture_end(d->st, &g));
+    if (s != HC_OK)
+        conf_fail(d, "graph_free: copy while capturing returned %d (%s)", (int)s,
+                  plugin_error(d));
+    if (!g) {
+        conf_fail(d, "graph_free: capture_end returned HC_OK and no graph");
+        goto out;
+    }
+    d->ops->graph_free(g);
+    g = NULL;
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    if (dbuf_get(&a, got, 0, XFER_N) != 0)
+        goto out;
+    if (memcmp(got, src, XFER_N) != 0)
+        conf_fail(d, "a graph freed unlaunched ran its work");
+    else
+        printf("conf %-28s graph_free: unlaunched: ok\n", d->name);
+    capture_pass(d, 0, 1, 4400);
+out:
+    if (g)
+        d->ops->graph_free(g);
+    dbuf_free(&a);
 }
 
 /* ---- the cases: one per entry of the table --------------------------------- */

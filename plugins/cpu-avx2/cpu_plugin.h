@@ -153,6 +153,9 @@ hc_status hc_cpu_buffer_alloc(hc_device *dev, uint64_t size, hc_buffer **out);
 void hc_cpu_buffer_free(hc_buffer *buf);
 hc_status hc_cpu_buffer_wrap_host(hc_device *dev, void *ptr, uint64_t size, hc_buffer **out);
 void *hc_cpu_buffer_host_ptr(hc_buffer *buf);
+/* ABI 1.3: 64-byte-aligned host memory (ordinary memory: nothing to pin). */
+hc_status hc_cpu_host_alloc(hc_device *dev, uint64_t size, void **out);
+void hc_cpu_host_free(hc_device *dev, void *ptr);
 
 /* ---- stream.c ---------------------------------------------------------- */
 hc_status hc_cpu_stream_create(hc_device *dev, hc_stream **out);
@@ -163,6 +166,9 @@ hc_status hc_cpu_stream_sync(hc_stream *s);
 hc_status hc_cpu_upload(hc_stream *s, hc_ref dst, const void *src, uint64_t bytes);
 hc_status hc_cpu_download(hc_stream *s, void *dst, hc_ref src, uint64_t bytes);
 hc_status hc_cpu_copy(hc_stream *s, hc_ref dst, hc_ref src, uint64_t bytes);
+/* ABI 1.3: dst row pos[t] = src row t, positions outside [0, dst_rows) skipped. */
+hc_status hc_cpu_scatter_rows(hc_stream *s, hc_ref src, hc_ref dst, uint64_t row_bytes, int64_t n,
+                              hc_ref pos, int64_t dst_rows);
 
 /* ---- ops_weight.c: the weight products ---------------------------------- */
 hc_status hc_cpu_matmul(hc_stream *s, hc_type wtype, hc_ref w, int64_t rows, int64_t cols,

@@ -179,6 +179,11 @@ static const hc_plugin_ops cpu_ops = {
     .select_rows = hc_cpu_select_rows,
     .matvec_rows_counted = hc_cpu_matvec_rows_counted,
     .axpy_rows_counted = hc_cpu_axpy_rows_counted,
+    .scatter_rows = hc_cpu_scatter_rows,
+    .host_alloc = hc_cpu_host_alloc,
+    .host_free = hc_cpu_host_free,
+    /* capture_*, graph_*: NULL.  The stream runs each op as it is issued,
+     * so there is nothing to record: the core issues every pass. */
 };
 
 HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)

@@ -1,7 +1,8 @@
 /*
  * Buffers.  A buffer is plain host memory (64-byte aligned so every vector
  * load of a row start is aligned) or host memory the caller owns
- * (wrap_host: mmap'ed weights are used in place, no copy).
+ * (wrap_host: mmap'ed weights are used in place, no copy).  And the host
+ * memory of ABI 1.3's host_alloc.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -102,4 +103,35 @@ void *hc_cpu_buffer_host_ptr(hc_buffer *buf)
     if (!buf || buf->magic != HC_CPU_MAGIC_BUFFER)
         return NULL;
     return buf->ptr;
+}
+
+/* ABI 1.3 host_alloc/host_free.  This device's memory is host memory and
+ * upload/download are memmoves, so there is nothing to pin: this is
+ * ordinary 64-byte-aligned memory.  The entries exist so that the core has
+ * one path for every device (a GPU's are page-locked). */
+hc_status hc_cpu_host_alloc(hc_device *dev, uint64_t size, void **out)
+{
+    hc_plugin_ctx *ctx;
+    void *mem = NULL;
+    hc_status st = hc_cpu_device_ctx(dev, "host_alloc", &ctx);
+
+    if (st != HC_OK)
+        return st;
+    if (!out)
+        return hc_cpu_fail(ctx, HC_E_INVALID, "host_alloc: out is NULL");
+    *out = NULL;
+    if (size > (uint64_t)SIZE_MAX - 128)
+        return hc_cpu_fail(ctx, HC_E_NOMEM, "host_alloc: %llu bytes exceed the address space",
+                           (ull)size);
+    size_t bytes = ((size_t)size + 63) & ~(size_t)63;
+    if (posix_memalign(&mem, 64, bytes ? bytes : 64) != 0)
+        return hc_cpu_fail(ctx, HC_E_NOMEM, "host_alloc: cannot allocate %llu bytes", (ull)size);
+    *out = mem;
+    return HC_OK;
+}
+
+void hc_cpu_host_free(hc_device *dev, void *ptr)
+{
+    (void)dev; /* memory of any cpu device: plain free */
+    free(ptr);
 }

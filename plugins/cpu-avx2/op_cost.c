@@ -83,6 +83,8 @@ double hc_cpu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64
         return DISPATCH_S + 3 * elems * 4 * tok / bw;
     case HC_OP_SELECT_ROWS: /* one scalar pass over the scores */
         return DISPATCH_S + elems * tok / 1e9;
+    case HC_OP_SCATTER_ROWS: /* n rows of cols words read and written, one thread */
+        return DISPATCH_S + 2 * (double)cols * 4 * tok / BW_PER_THREAD;
     default:
         return -1.0;
     }

@@ -33,7 +33,8 @@ typedef enum cap_kind {
     CAP_GLU,
     CAP_SELECT_ROWS,
     CAP_MATVEC_ROWS_COUNTED,
-    CAP_AXPY_ROWS_COUNTED
+    CAP_AXPY_ROWS_COUNTED,
+    CAP_SCATTER_ROWS
 } cap_kind;
 
 /* One recorded call: its refs, integers and floats in argument order. */
@@ -145,6 +146,8 @@ static hc_status run_call(hc_stream *s, const cap_call *c)
     case CAP_AXPY_ROWS_COUNTED:
         return hc_vk_axpy_rows_counted(s, c->t, r[0], i[0], i[1], r[1], i[2], r[2], r[3], i[3],
                                        r[4]);
+    case CAP_SCATTER_ROWS:
+        return hc_vk_scatter_rows(s, r[0], r[1], (uint64_t)i[0], i[1], r[2], i[2]);
     }
     return hc_vk_fail(s->dev->ctx, HC_E_INTERNAL, "graph_launch: unknown call %d", (int)c->kind);
 }
@@ -317,4 +320,13 @@ hc_status hc_vk_cap_axpy_rows_counted(hc_stream *s, hc_type wtype, hc_ref wt, in
         return record(s, (cap_call){CAP_AXPY_ROWS_COUNTED, wtype, REFS(wt, h, idx, count, y),
                                     INTS(rows, cols, n, max_idx)});
     return hc_vk_axpy_rows_counted(s, wtype, wt, rows, cols, h, n, idx, count, max_idx, y);
+}
+
+hc_status hc_vk_cap_scatter_rows(hc_stream *s, hc_ref src, hc_ref dst, uint64_t row_bytes,
+                                 int64_t n, hc_ref pos, int64_t dst_rows)
+{
+    if (capturing(s))
+        return record(s, (cap_call){CAP_SCATTER_ROWS, 0, REFS(src, dst, pos),
+                                    INTS((int64_t)row_bytes, n, dst_rows)});
+    return hc_vk_scatter_rows(s, src, dst, row_bytes, n, pos, dst_rows);
 }

@@ -7,8 +7,9 @@
  * transformer layer stays on the device; stream_flush in stream.c) except
  * buffer_wrap_host and set_threads (NULL: zero-copy host weights are not
  * imported, and there are no CPU threads to set); of 1.2 and 1.3,
- * no_device_reason (why init found no device, from instance.c) but not yet
- * matmul_batch.  A new kernel is a line
+ * no_device_reason (why init found no device, from instance.c), the
+ * device-side selection ops and scatter_rows, but not yet matmul_batch,
+ * host_alloc or capture (see the table).  A new kernel is a line
  * in shaders/variants.txt, its .comp, an hc_vk_op id and an ops_*.c entry
  * that fills an hc_vk_dispatch.
  */
@@ -120,8 +121,12 @@ static const hc_plugin_ops vulkan_ops = {
     .select_rows = hc_vk_cap_select_rows,
     .matvec_rows_counted = hc_vk_cap_matvec_rows_counted,
     .axpy_rows_counted = hc_vk_cap_axpy_rows_counted,
+    .scatter_rows = hc_vk_cap_scatter_rows,
     /* Every stream entry above goes through capture.c, which records
      * while its stream captures. */
+    /* host_alloc: ordinary memory (memory.c); the transfers stage through
+     * the frame's own host-visible buffers whatever memory they are given,
+     * so it is there because capture names host_alloc memory. */
     .host_alloc = hc_vk_host_alloc,
     .host_free = hc_vk_host_free,
     .capture_begin = hc_vk_capture_begin,

@@ -77,6 +77,17 @@ double hc_vk_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_
         /* One workgroup reads the scores: a fraction of the device. */
         return hc_vk_select_fits(dev, n, rows) ? k.dispatch + elems * 4 * tok / (k.bw / 16)
                                                : -1.0;
+    case HC_OP_SCATTER_ROWS: {
+        /* rows = dst_rows, cols = words per row: n rows read and written,
+         * one dispatch per token chunk and destination window. */
+        /* A row of 2^32 words never fits a binding; the test first keeps
+         * cols * 4 from wrapping. */
+        const uint64_t rb = (uint64_t)cols * 4;
+        if ((uint64_t)cols > UINT32_MAX || !hc_vk_scatter_fits(dev, rb))
+            return -1.0;
+        uint64_t nd = hc_vk_scatter_dispatches(dev, rb, n, rows);
+        return k.dispatch * (double)(nd > 0 ? nd : 1) + 2 * (double)cols * 4 * (double)n / k.bw;
+    }
     default: return -1.0;
     }
 }

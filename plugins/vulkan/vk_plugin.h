@@ -103,6 +103,7 @@ typedef enum hc_vk_op {
     HC_VK_OP_BINARY,
     HC_VK_OP_GLU,
     HC_VK_OP_SELECT_ROWS,
+    HC_VK_OP_SCATTER_ROWS,
     HC_VK_OP_COUNT
 } hc_vk_op;
 
@@ -435,6 +436,15 @@ hc_status hc_vk_select_rows(hc_stream *s, hc_ref scores, int64_t n_tok, int64_t 
 /* Whether select_rows takes n_tok x n_rows scores here (one binding). */
 int hc_vk_select_fits(const hc_device *dev, int64_t n_tok, int64_t n_rows);
 
+/* ---- ops_scatter.c: rows to positions in device memory (ABI 1.3) ---------- */
+hc_status hc_vk_scatter_rows(hc_stream *s, hc_ref src, hc_ref dst, uint64_t row_bytes, int64_t n,
+                             hc_ref pos, int64_t dst_rows);
+/* Whether one row of row_bytes fits a binding (else scatter_rows refuses). */
+int hc_vk_scatter_fits(const hc_device *dev, uint64_t row_bytes);
+/* Dispatches scatter_rows records for this shape (0: none, or it refuses). */
+uint64_t hc_vk_scatter_dispatches(const hc_device *dev, uint64_t row_bytes, int64_t n,
+                                  int64_t dst_rows);
+
 /* ---- capture.c: record a stream's calls, replay them (ABI 1.3) ------------ */
 hc_status hc_vk_capture_begin(hc_stream *s);
 hc_status hc_vk_capture_end(hc_stream *s, hc_graph **out);
@@ -472,6 +482,8 @@ hc_status hc_vk_cap_matvec_rows_counted(hc_stream *s, hc_type wtype, hc_ref w, i
 hc_status hc_vk_cap_axpy_rows_counted(hc_stream *s, hc_type wtype, hc_ref wt, int64_t rows,
                                       int64_t cols, hc_ref h, int64_t n, hc_ref idx,
                                       hc_ref count, int64_t max_idx, hc_ref y);
+hc_status hc_vk_cap_scatter_rows(hc_stream *s, hc_ref src, hc_ref dst, uint64_t row_bytes,
+                                 int64_t n, hc_ref pos, int64_t dst_rows);
 
 /* ---- memory.c: host memory for capture (ABI 1.3 host_alloc) --------------- */
 hc_status hc_vk_host_alloc(hc_device *dev, uint64_t size, void **out);
