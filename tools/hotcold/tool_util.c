@@ -301,11 +301,13 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const char *path, cons
         fprintf(f,
                 "devices: FFN rows computed %.1f%% on the GPU, %.1f%% on the CPU; moved %.1f KiB "
                 "per token between devices; %" PRIu64 " ops fell back to the CPU; the host "
-                "waited for the GPU %.1f times per pass\n",
+                "waited for the GPU %.1f times per pass; %.0f%% of passes replayed from a "
+                "captured graph\n",
                 rows > 0 ? 100.0 * (double)rs.gpu_rows / rows : 0.0,
                 rows > 0 ? 100.0 * (double)rs.cpu_rows / rows : 0.0,
                 (double)rs.bytes_moved / (double)rs.tokens / 1024.0, rs.fallback_calls,
-                rs.passes > 0 ? (double)rs.gpu_syncs / (double)rs.passes : 0.0);
+                rs.passes > 0 ? (double)rs.gpu_syncs / (double)rs.passes : 0.0,
+                rs.passes > 0 ? 100.0 * (double)rs.graph_passes / (double)rs.passes : 0.0);
     }
     fprintf(f, "load:   %8.1f ms\n", st->load_s * 1e3);
     if (st->prompt_tokens > 0 && st->prompt_s > 0)
