@@ -417,8 +417,9 @@ typedef struct hc_plugin_ops {
 
     /* optional: dst row pos[t] = src row t for t < n, rows of row_bytes
      * (a multiple of 4) each, src rows contiguous, dst holding dst_rows
-     * rows; pos: int32[n] in device memory, and a position outside
-     * [0, dst_rows) copies nothing.  The KV cache's new rows go to the
+     * rows; pos: int32[n] in device memory, distinct (the core's are
+     * n_past + t; with a repeat, which row lands is unspecified), and a
+     * position outside [0, dst_rows) copies nothing.  The KV cache's new rows go to the
      * positions the device holds, so a pass's work does not depend on the
      * host's position counter (and can be captured once, below). */
     hc_status (*scatter_rows)(hc_stream *s, hc_ref src, hc_ref dst, uint64_t row_bytes,
