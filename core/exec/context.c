@@ -63,7 +63,9 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
     c->acc = calloc((size_t)m->hp.n_layer, sizeof *c->acc);
     c->counted = calloc((size_t)m->hp.n_layer, sizeof *c->counted);
     c->graph_counted = calloc((size_t)m->hp.n_layer, sizeof *c->graph_counted);
-    if (!c->host_true || !c->host_mark || !c->acc || !c->counted || !c->graph_counted) {
+    c->graph_acc = calloc((size_t)m->hp.n_layer, sizeof *c->graph_acc);
+    if (!c->host_true || !c->host_mark || !c->acc || !c->counted || !c->graph_counted ||
+        !c->graph_acc) {
         hc_set_error("out of memory");
         goto fail;
     }
@@ -137,6 +139,7 @@ void hc_context_free(hc_context *c)
     free(c->acc);
     free(c->counted);
     free(c->graph_counted);
+    free(c->graph_acc);
     free(c->host_p);
     free(c->host_h);
     free(c);

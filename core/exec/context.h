@@ -66,7 +66,10 @@ struct hc_context {
     const hc_weight *graph_emb;  /* what it embeds with */
     int graph_x_on;       /* where it leaves x */
     uint8_t *graph_counted;      /* [n_layer] its layers' device counts */
-    uint64_t graph_bytes; /* bytes it moves */
+    /* What its issue added to the statistics on the host (rows of layers
+     * that chose them there, bytes moved), added again per replay. */
+    hc_context_run_stats graph_run;
+    struct hc_sparse_layer_acc *graph_acc; /* [n_layer] */
     float *host_logits;   /* [n_vocab] the last token's logits come down here */
 
     /* Where the work went (hc_context_run_stats). */

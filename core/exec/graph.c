@@ -13,6 +13,7 @@
  * A wait the pass would make (an op falling back, a host selection) fails
  * the capture: that pass is issued as usual, and the context stops trying.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec/context.h"
@@ -37,16 +38,40 @@ static int capturable(const hc_context *c, int n, const float *logits)
     return 1;
 }
 
+/* The statistics a pass adds on the host: after - before, per field. */
+static void stats_delta(hc_context *c, const hc_context_run_stats *before,
+                        const struct hc_sparse_layer_acc *acc_before)
+{
+    c->graph_run = (hc_context_run_stats){0};
+    c->graph_run.gpu_rows = c->run.gpu_rows - before->gpu_rows;
+    c->graph_run.cpu_rows = c->run.cpu_rows - before->cpu_rows;
+    c->graph_run.bytes_moved = c->run.bytes_moved - before->bytes_moved;
+    for (int il = 0; il < c->m->hp.n_layer; il++) {
+        c->graph_acc[il].forwards = c->acc[il].forwards - acc_before[il].forwards;
+        c->graph_acc[il].computed = c->acc[il].computed - acc_before[il].computed;
+    }
+}
+
 /* Capture the pass (not run): 0 with c->graph set, 1 when it cannot be
- * captured (the context then issues its passes), -1 on error. */
+ * captured (the context then issues its passes), -1 on error.  What the
+ * issue added to the statistics is kept for the replays and taken back
+ * (the launch counts it). */
 static int capture(hc_context *c, const int32_t *tokens, int n, float *logits)
 {
     hc_dev *g = &c->gpu;
+    const int n_layer = c->m->hp.n_layer;
     const hc_context_run_stats before = c->run;
-    const int rc = hc_dev_capture_begin(g);
+    const size_t acc_bytes = (size_t)n_layer * sizeof *c->acc;
+    struct hc_sparse_layer_acc *acc_before = malloc(acc_bytes);
+    if (!acc_before) {
+        hc_set_error("out of memory");
+        return -1;
+    }
+    memcpy(acc_before, c->acc, acc_bytes);
+    int rc = hc_dev_capture_begin(g);
     if (rc != 0) {
         c->no_graphs = rc > 0;
-        return rc;
+        goto out;
     }
     const int failed = c->m->arch->forward(c, c->m, tokens, n, logits);
     hc_graph *gr = hc_dev_capture_end(g);
@@ -54,17 +79,20 @@ static int capture(hc_context *c, const int32_t *tokens, int n, float *logits)
         HC_DEBUG("%s: the decode pass could not be captured (%s); issuing every pass",
                  g->label, hc_last_error());
         hc_dev_graph_free(g, gr);
-        c->run = before;
-        memset(c->counted, 0, (size_t)c->m->hp.n_layer);
         c->no_graphs = 1;
-        return 1;
+        rc = 1;
+    } else {
+        c->graph = gr;
+        c->graph_x_on = c->x_on;
+        memcpy(c->graph_counted, c->counted, (size_t)n_layer);
+        stats_delta(c, &before, acc_before);
     }
-    c->graph = gr;
-    c->graph_x_on = c->x_on;
-    c->graph_bytes = c->run.bytes_moved - before.bytes_moved;
-    memcpy(c->graph_counted, c->counted, (size_t)c->m->hp.n_layer);
-    c->run = before; /* the launch below counts */
-    return 0;
+    c->run = before;
+    memcpy(c->acc, acc_before, acc_bytes);
+    memset(c->counted, 0, (size_t)n_layer);
+out:
+    free(acc_before);
+    return rc;
 }
 
 int hc_graph_forward(hc_context *c, const int32_t *tokens, int n, float *logits)
@@ -86,8 +114,14 @@ int hc_graph_forward(hc_context *c, const int32_t *tokens, int n, float *logits)
     if (hc_dev_graph_launch(g, c->graph) || hc_dev_sync(g))
         return -1;
     c->x_on = c->graph_x_on;
-    c->run.bytes_moved += c->graph_bytes;
+    c->run.gpu_rows += c->graph_run.gpu_rows;
+    c->run.cpu_rows += c->graph_run.cpu_rows;
+    c->run.bytes_moved += c->graph_run.bytes_moved;
     c->run.graph_passes++;
+    for (int il = 0; il < c->m->hp.n_layer; il++) {
+        c->acc[il].forwards += c->graph_acc[il].forwards;
+        c->acc[il].computed += c->graph_acc[il].computed;
+    }
     memcpy(c->counted, c->graph_counted, (size_t)c->m->hp.n_layer);
     hc_sparse_settle(c);
     memcpy(logits, c->host_logits, (size_t)c->m->hp.n_vocab * sizeof *logits);
