@@ -206,6 +206,15 @@ START_TEST(split_flag)
     ck_assert_msg(strstr(r.out, "\nsplit      layers (ffn off): 3.27 of a 4.00 MiB budget on "
                                 "the GPU (4 of 6 layers whole, 66.7% of FFN neurons)"),
                   "stdout: %s", r.out);
+    /* With a GPU the bench measures its bandwidth too (device copies), the
+     * floor of a mode wholly on it. */
+    const char *gb = strstr(r.out, "GB/s GPU copy, read + written");
+    ck_assert_msg(gb != NULL, "no GPU bandwidth line: %s", r.out);
+    const char *line = gb;
+    while (line > r.out && line[-1] != '\n')
+        line--;
+    double g = 0;
+    ck_assert_msg(sscanf(line, "bandwidth %lf", &g) == 1 && g > 0, "line: %.120s", line);
     cli_free(&r);
 }
 END_TEST

@@ -177,6 +177,11 @@ int hc_dev_upload(hc_dev *d, hc_ref dst, const void *src, uint64_t bytes)
     return check(d, d->ops->upload(d->stream, dst, src, bytes), "upload");
 }
 
+int hc_dev_copy(hc_dev *d, hc_ref dst, hc_ref src, uint64_t bytes)
+{
+    return check(d, d->ops->copy(d->stream, dst, src, bytes), "copy");
+}
+
 int hc_dev_download(hc_dev *d, void *dst, hc_ref src, uint64_t bytes)
 {
     return check(d, d->ops->download(d->stream, dst, src, bytes), "download");

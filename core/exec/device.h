@@ -79,6 +79,8 @@ void hc_dev_free(hc_dev *d, hc_buffer *b);
 int hc_dev_buffer_from_host(hc_dev *d, const void *ptr, uint64_t bytes, hc_buffer **out);
 
 int hc_dev_upload(hc_dev *d, hc_ref dst, const void *src, uint64_t bytes);
+/* Device-to-device (the optional `copy`: the caller checks HC_DEV_HAS). */
+int hc_dev_copy(hc_dev *d, hc_ref dst, hc_ref src, uint64_t bytes);
 int hc_dev_download(hc_dev *d, void *dst, hc_ref src, uint64_t bytes);
 int hc_dev_sync(hc_dev *d);
 

@@ -337,6 +337,12 @@ HC_API void hc_sampler_accept(hc_sampler *s, int32_t id);
  * `reps` passes.  This is the floor a memory-bound decode is measured
  * against.  Returns a negative value on failure. */
 HC_API double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps);
+/* The model's GPU memory bandwidth in bytes/s (read + written): the best of
+ * `reps` device-to-device copies of `bytes` (0 = 256 MiB, halved while the
+ * device has no room for two such buffers, down to 16 MiB), the floor a
+ * decode wholly on the GPU is measured against.  0, or -1 with the error
+ * set (no GPU, a plugin without copy, no memory). */
+HC_API int hc_model_gpu_bandwidth(hc_model *m, uint64_t bytes, int reps, double *out);
 
 #ifdef __cplusplus
 }
