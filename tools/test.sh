@@ -49,15 +49,25 @@ echo "== fuzz: the GGUF and .pt readers, 30 s each (clang, libFuzzer + ASan + UB
 tools/fuzz.sh all 30
 
 echo "== sanitizers: unit, conformance, hybrid and CLI suites under ASan+UBSan =="
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHC_WERROR=ON -DHC_SANITIZE=address,undefined
+# The Release build above compiled the GPU kernels for every target with
+# -Werror; this tree exists to run host code under the sanitizers, so one
+# CUDA target is enough (the plugin's host code is the same for all).
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHC_WERROR=ON -DHC_SANITIZE=address,undefined \
+  -DHC_CUDA_ARCHS=90
 cmake --build build-asan -j"$jobs"
 # No leak suppressions: Mesa's lavapipe keeps 128 bytes from a pthread_once,
 # which LeakSanitizer reported (unsymbolized) once the Vulkan loader had
 # unloaded the driver; the Vulkan plugin keeps drivers mapped
 # (plugins/vulkan/pin.c), so those bytes stay reachable from its globals.
 status=0
+# test_conformance_vulkan_validation is left out here: it is
+# test_conformance_vulkan (which runs here) under the Khronos layers, which
+# check API use (done by the Release run above), with 64-wide workgroups
+# (host code differs only in dispatch counts), and leak checks off; under
+# ASan it took 286 s of the 30-minute budget.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -j"$jobs" -L 'unit|conformance|hybrid|cli' --output-on-failure \
+  ctest --test-dir build-asan -j"$jobs" -L 'unit|conformance|hybrid|cli' \
+  -E '^test_conformance_vulkan_validation$' --output-on-failure \
   --no-tests=error || status=$?
 if (( status != 0 )); then
   explain_sanitizer_exits build-asan
