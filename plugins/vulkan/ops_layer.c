@@ -27,13 +27,6 @@
 typedef long long ll;
 typedef unsigned long long ull;
 
-/* Bytes one binding can hold after its offset is aligned down and its end
- * rounded up to a word (as for the weight ops). */
-static uint64_t usable_window(const hc_device *dev)
-{
-    return dev->window - dev->bind_align - 4;
-}
-
 static hc_ref ref_at(hc_ref r, uint64_t off)
 {
     return (hc_ref){r.buf, r.off + off};
@@ -107,7 +100,7 @@ static hc_status eltwise(hc_stream *s, const char *op, int kop, int code, int n_
         (st = check_alias(dev, op, "y", y, ny, "x", a, na)) != HC_OK ||
         (b && (st = check_alias(dev, op, "y", y, ny, "b", *b, nb)) != HC_OK))
         return st;
-    uint64_t per = usable_window(dev) / 4, wg = hc_vk_kernel_wg(dev, kop);
+    uint64_t per = hc_vk_usable_window(dev) / 4, wg = hc_vk_kernel_wg(dev, kop);
     for (uint64_t i0 = 0; i0 < (uint64_t)n; i0 += per) {
         uint64_t tn = (uint64_t)n - i0 < per ? (uint64_t)n - i0 : per;
         hc_vk_dispatch d = {0};
@@ -166,7 +159,7 @@ hc_status hc_vk_rmsnorm(hc_stream *s, hc_ref x, hc_ref w, hc_ref y, int64_t n, i
         return st;
     if (n == 0 || dim == 0)
         return HC_OK;
-    uint64_t row = (uint64_t)dim * 4, win = usable_window(dev);
+    uint64_t row = (uint64_t)dim * 4, win = hc_vk_usable_window(dev);
     if (row > win)
         return hc_vk_fail(dev->ctx, HC_E_UNSUPPORTED, "%s: a row of %lld exceeds one binding",
                           op, (ll)dim);
@@ -220,7 +213,7 @@ hc_status hc_vk_rope(hc_stream *s, hc_ref x, int64_t n_tok, int64_t n_head, int6
         return st;
     if (n_tok == 0 || n_head == 0 || n_rot == 0)
         return HC_OK;
-    uint64_t tok = width * 4, win = usable_window(dev);
+    uint64_t tok = width * 4, win = hc_vk_usable_window(dev);
     if (tok > win)
         return hc_vk_fail(dev->ctx, HC_E_UNSUPPORTED,
                           "%s: a token of %llu bytes exceeds one binding", op, (ull)tok);
@@ -303,7 +296,7 @@ hc_status hc_vk_attention(hc_stream *s, hc_ref q, hc_ref k, hc_ref v, hc_ref out
         return st;
     if (n_tok == 0)
         return HC_OK;
-    uint64_t win = usable_window(dev), tok = width * 4;
+    uint64_t win = hc_vk_usable_window(dev), tok = width * 4;
     if (head_dim > hc_vk_attention_max_head_dim(dev) || tok > win || kv_row > win)
         return hc_vk_fail(dev->ctx, HC_E_UNSUPPORTED,
                           "%s: head_dim %lld (at most %lld here) or %lld heads exceed a binding",

@@ -15,16 +15,9 @@
 typedef long long ll;
 typedef unsigned long long ull;
 
-/* Bytes one binding can hold after its offset is aligned down and its end
- * rounded up to a word (as ops_layer.c). */
-static uint64_t usable_window(const hc_device *dev)
-{
-    return dev->window - dev->bind_align - 4;
-}
-
 int hc_vk_scatter_fits(const hc_device *dev, uint64_t row_bytes)
 {
-    return row_bytes <= usable_window(dev);
+    return row_bytes <= hc_vk_usable_window(dev);
 }
 
 uint64_t hc_vk_scatter_dispatches(const hc_device *dev, uint64_t row_bytes, int64_t n,
@@ -32,7 +25,7 @@ uint64_t hc_vk_scatter_dispatches(const hc_device *dev, uint64_t row_bytes, int6
 {
     if (row_bytes == 0 || n <= 0 || dst_rows <= 0 || !hc_vk_scatter_fits(dev, row_bytes))
         return 0;
-    const uint64_t per = usable_window(dev) / row_bytes;
+    const uint64_t per = hc_vk_usable_window(dev) / row_bytes;
     /* Positions are int32: rows past INT32_MAX are never written. */
     const uint64_t rows = (uint64_t)dst_rows < (1ull << 31) ? (uint64_t)dst_rows : 1ull << 31;
     return ((uint64_t)n + per - 1) / per * ((rows + per - 1) / per);
@@ -64,10 +57,10 @@ hc_status hc_vk_scatter_rows(hc_stream *s, hc_ref src, hc_ref dst, uint64_t row_
     if (!hc_vk_scatter_fits(dev, row_bytes))
         return hc_vk_fail(dev->ctx, HC_E_UNSUPPORTED,
                           "%s: a row of %llu bytes exceeds one binding (%llu bytes)", op,
-                          (ull)row_bytes, (ull)usable_window(dev));
+                          (ull)row_bytes, (ull)hc_vk_usable_window(dev));
     if (hc_vk_scatter_dispatches(dev, row_bytes, n, dst_rows) == 0)
         return HC_OK; /* no token, no row or empty rows: nothing moves */
-    const uint64_t per = usable_window(dev) / row_bytes; /* rows a binding holds */
+    const uint64_t per = hc_vk_usable_window(dev) / row_bytes; /* rows a binding holds */
     const uint64_t wg = hc_vk_kernel_wg(dev, HC_VK_OP_SCATTER_ROWS);
     const uint64_t rows = (uint64_t)dst_rows < (1ull << 31) ? (uint64_t)dst_rows : 1ull << 31;
     const uint64_t per_row = ((uint64_t)words + wg - 1) / wg;

@@ -13,7 +13,7 @@ typedef long long ll;
 
 int hc_vk_select_fits(const hc_device *dev, int64_t n_tok, int64_t n_rows)
 {
-    const uint64_t win = dev->window - dev->bind_align - 4;
+    const uint64_t win = hc_vk_usable_window(dev);
     return n_tok >= 0 && n_rows >= 0 && n_rows <= INT32_MAX &&
            (n_rows == 0 || (uint64_t)n_tok <= win / 4 / (uint64_t)n_rows) &&
            (uint64_t)n_rows <= win / 4;

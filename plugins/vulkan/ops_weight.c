@@ -30,17 +30,10 @@ typedef unsigned long long ull;
 #define AXPY_SLICES 16
 #define AXPY_SLICE_MIN 16
 
-/* Bytes one binding can hold after its offset is aligned down and its end
- * rounded up to a word. */
-static uint64_t usable_window(const hc_device *dev)
-{
-    return dev->window - dev->bind_align - 4;
-}
-
 /* Rows of `row_bytes` in one weight window (at least 1 if a row fits). */
 static uint64_t rows_per_window(const hc_device *dev, uint64_t row_bytes, int64_t rows)
 {
-    uint64_t rpw = row_bytes ? usable_window(dev) / row_bytes : (uint64_t)rows;
+    uint64_t rpw = row_bytes ? hc_vk_usable_window(dev) / row_bytes : (uint64_t)rows;
     if (rpw > (uint64_t)rows)
         rpw = (uint64_t)rows;
     return rpw ? rpw : 1;
@@ -57,7 +50,7 @@ static void token_bytes(int op, int64_t rows, int64_t cols, uint64_t *in, uint64
 hc_status hc_vk_weight_shape_ok(hc_device *dev, int op, hc_type wtype, int64_t rows,
                                 int64_t cols, int64_t n, char *why, size_t why_len)
 {
-    uint64_t rb = hc_type_row_size(wtype, cols), in, out, win = usable_window(dev);
+    uint64_t rb = hc_type_row_size(wtype, cols), in, out, win = hc_vk_usable_window(dev);
 
     (void)n; /* tokens are chunked: any count works */
     why[0] = 0;
@@ -149,7 +142,7 @@ static hc_status run(hc_stream *s, const weight_call *c)
     uint64_t rpw = rows_per_window(dev, c->row_bytes, c->rows);
     uint64_t in_tok, out_tok;
     token_bytes(c->kop, c->rows, c->cols, &in_tok, &out_tok);
-    uint64_t tpc = (uint64_t)c->n, win = usable_window(dev);
+    uint64_t tpc = (uint64_t)c->n, win = hc_vk_usable_window(dev);
     if (in_tok && win / in_tok < tpc)
         tpc = win / in_tok;
     if (out_tok && win / out_tok < tpc)

@@ -391,6 +391,13 @@ void hc_vk_pipelines_destroy(hc_device *dev);
  * range would be larger than a window. */
 hc_status hc_vk_range_of(hc_device *dev, const char *op, const char *name, hc_ref r,
                          uint64_t bytes, uint32_t elem, hc_vk_range *out, uint32_t *elem_off);
+/* Bytes one binding can hold for any offset: hc_vk_range_of aligns the
+ * offset down (up to bind_align - 1 more bytes) and rounds the end up to a
+ * word (up to 3 more), and the range must stay within a window. */
+static inline uint64_t hc_vk_usable_window(const hc_device *dev)
+{
+    return dev->window - dev->bind_align - 4;
+}
 /* Records the dispatch (pipeline, descriptors, push constants) on s. */
 hc_status hc_vk_record_dispatch(hc_stream *s, const char *op, const hc_vk_dispatch *d);
 
