@@ -34,9 +34,13 @@ int hc_cu_launch_dot_rows(void *stream, hc_type t, const void *w, uint64_t row_b
                           const int32_t *idx, int64_t n_out, float *y);
 /* count NULL: n_idx entries; else the int32 at count, clamped to [0,
  * n_idx], read on the device (axpy_rows_counted). */
+/* part: hc_cu_axpy_slices(n, cols, n_idx) x n x cols floats of scratch when
+ * that is above 1 (the sliced order, kernels_axpy.cu), else unused. */
 int hc_cu_launch_axpy_rows(void *stream, hc_type t, const void *wt, uint64_t row_bytes,
                            int64_t rows, int64_t cols, const float *h, int64_t n,
-                           const int32_t *idx, int64_t n_idx, const int32_t *count, float *y);
+                           const int32_t *idx, int64_t n_idx, const int32_t *count, float *y,
+                           float *part);
+int64_t hc_cu_axpy_slices(int64_t n, int64_t cols, int64_t n_idx);
 int hc_cu_launch_scatter_rows(void *stream, const void *src, void *dst, int64_t words,
                               int64_t n, const int32_t *pos, int64_t dst_rows);
 /* Does a kernel take weights of type t? */
@@ -147,7 +151,7 @@ struct hc_stream {
     hc_device *dev;
     cudaStream_t s;
     int failed;                /* a launch or copy failed: every later call refuses */
-    hc_buffer *scratch;        /* attention's partial results (stream.c), or NULL */
+    hc_buffer *scratch;        /* attention's and axpy_rows' partials (stream.c), or NULL */
     int capturing;             /* between capture_begin and capture_end (capture.c) */
     /* Scratch buffers outgrown while capturing: a graph may use them. */
 #define HC_CU_RETIRED_MAX 8

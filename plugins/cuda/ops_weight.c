@@ -249,9 +249,17 @@ static hc_status axpy_common(hc_stream *s, const char *op, hc_type wtype, hc_ref
     /* Nothing to add: y stays bit-identical (no kernel at all). */
     if (n == 0 || n_idx == 0 || cols == 0)
         return HC_OK;
+    /* The sliced order's partials (a decode step's: 16 x n x cols floats at
+     * most, 16 MiB); the stream's scratch, shared with attention's. */
+    const int64_t n_slices = hc_cu_axpy_slices(n, cols, n_idx);
+    void *part = NULL;
+    if (n_slices > 1 &&
+        (st = hc_cu_stream_scratch(s, (uint64_t)n_slices * (uint64_t)n * (uint64_t)cols * 4,
+                                   &part)) != HC_OK)
+        return st;
     int e = hc_cu_launch_axpy_rows(s->s, wtype, hc_cu_addr(wt), row_bytes, rows, cols,
                                    hc_cu_addr(h), n, hc_cu_addr(idx), n_idx,
-                                   count ? hc_cu_addr(*count) : NULL, hc_cu_addr(y));
+                                   count ? hc_cu_addr(*count) : NULL, hc_cu_addr(y), part);
     return hc_cu_check_queued(s, (cudaError_t)e, op);
 }
 
