@@ -2,7 +2,7 @@
  * Capture (ABI 1.3) as CUDA graphs, and the page-locked host memory the
  * captured copies need.
  *
- * capture_begin starts stream capture in relaxed mode (the attention
+ * capture_begin starts stream capture in relaxed mode (the partials'
  * scratch may be allocated while capturing: stream.c keeps a buffer a
  * capture has seen until the stream goes); capture_end instantiates the
  * graph; graph_launch runs it on the stream.  HOTCOLD_CUDA_GRAPHS=0

@@ -153,7 +153,8 @@ struct hc_stream {
     int failed;                /* a launch or copy failed: every later call refuses */
     hc_buffer *scratch;        /* attention's and axpy_rows' partials (stream.c), or NULL */
     int capturing;             /* between capture_begin and capture_end (capture.c) */
-    /* Scratch buffers outgrown while capturing: a graph may use them. */
+    int scratch_captured;      /* a capture was given `scratch`: a graph may use it */
+    /* Scratch buffers a graph may use, outgrown since: kept until the stream goes. */
 #define HC_CU_RETIRED_MAX 8
     hc_buffer *retired[HC_CU_RETIRED_MAX];
     int n_retired;

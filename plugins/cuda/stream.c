@@ -75,16 +75,18 @@ hc_status hc_cu_stream_scratch(hc_stream *s, uint64_t bytes, void **out)
 
     *out = NULL;
     if (s->scratch && s->scratch->size >= bytes) {
+        s->scratch_captured |= s->capturing;
         *out = s->scratch->ptr;
         return HC_OK;
     }
-    /* Queued kernels may still use the old buffer; while capturing, so may
-     * the graph being made (nothing runs, and a wait would end the
-     * capture): the old one is kept until the stream goes. */
-    if (s->scratch && s->capturing) {
+    /* A buffer a capture was given stays while the stream lives: the graph
+     * made from it (while capturing nothing runs, and a wait would end the
+     * capture; after it, the graph may be launched again).  Otherwise
+     * queued kernels may still use the old buffer: wait, then free it. */
+    if (s->scratch && (s->capturing || s->scratch_captured)) {
         if (s->n_retired == HC_CU_RETIRED_MAX)
             return hc_cu_fail(s->dev->ctx, HC_E_UNSUPPORTED,
-                              "scratch: grown %d times while capturing", HC_CU_RETIRED_MAX);
+                              "scratch: grown %d times past what a graph uses", HC_CU_RETIRED_MAX);
         s->retired[s->n_retired++] = s->scratch;
         s->scratch = NULL;
     } else if (s->scratch) {
@@ -98,6 +100,7 @@ hc_status hc_cu_stream_scratch(hc_stream *s, uint64_t bytes, void **out)
         s->scratch = NULL; /* the allocation recorded why */
         return st;
     }
+    s->scratch_captured = s->capturing;
     *out = s->scratch->ptr;
     return HC_OK;
 }
