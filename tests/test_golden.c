@@ -263,6 +263,60 @@ START_TEST(relu2M_f16)
 }
 END_TEST
 
+/* hc_context_eval_all over BOS and the first golden ids: row s is the
+ * reference's logits after s + 1 tokens, for every step it has (in one
+ * pass, and in passes of 2 tokens: rows land where their token is). */
+static void check_eval_all(const char *model, int n_batch)
+{
+    golden g;
+    golden_load(&g, model);
+    hc_model *m = hc_model_load(engine, model_path(model), NULL);
+    ck_assert_msg(m != NULL, "%s", hc_last_error());
+    hc_context_params cp = hc_context_default_params();
+    cp.n_batch = n_batch;
+    hc_context *plain = hc_context_new(m, &cp);
+    cp.logits_all = 1;
+    hc_context *c = hc_context_new(m, &cp);
+    ck_assert_msg(c != NULL && plain != NULL, "%s", hc_last_error());
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    const int steps = (int)json_object_array_length(g.logits_first_steps);
+    ck_assert(steps >= 2 && steps <= g.n_bos_ids);
+    int32_t toks[MAX_IDS];
+    toks[0] = 1;
+    memcpy(toks + 1, g.bos_ids, (size_t)(steps - 1) * sizeof *toks);
+    float *rows = malloc((size_t)steps * d.n_vocab * sizeof *rows);
+    ck_assert(rows != NULL);
+    /* A context made without logits_all refuses, and says why. */
+    ck_assert_int_ne(hc_context_eval_all(plain, toks, steps, rows), 0);
+    ck_assert_msg(strstr(hc_last_error(), "logits_all") != NULL, "%s", hc_last_error());
+    ck_assert_msg(hc_context_eval_all(c, toks, steps, rows) == 0, "%s", hc_last_error());
+    for (int s = 0; s < steps; s++) {
+        double rel = logits_rel_err(rows + (size_t)s * d.n_vocab,
+                                    json_object_array_get_idx(g.logits_first_steps, (size_t)s),
+                                    d.n_vocab);
+        ck_assert_msg(rel <= F32_LOGIT_REL, "%s: eval_all row %d (batch %d): rel err %.3g",
+                      model, s, n_batch, rel);
+    }
+    printf("%s: eval_all rows 0..%d (batch %d) match the reference's logits\n", model,
+           steps - 1, n_batch);
+    free(rows);
+    hc_context_free(c);
+    hc_context_free(plain);
+    hc_model_free(m);
+    json_object_put(g.root);
+}
+
+START_TEST(eval_all_rows_are_each_tokens_logits)
+{
+    static const char *const models[] = {"stories260K", "relu2M", "reglu1M"};
+    for (int k = 0; k < 3; k++) {
+        check_eval_all(models[k], 64);
+        check_eval_all(models[k], 2);
+    }
+}
+END_TEST
+
 /* Greedy ids from BOS and the last logits, with `threads` threads and the
  * weights loaded as `weights` (hc_weights_mode). */
 static void generate_ids(const char *path, int threads, int weights, int32_t *ids, int n,
@@ -490,6 +544,7 @@ static Suite *golden_suite(void)
     tcase_add_unchecked_fixture(tc, engine_up, engine_down);
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, stories260K_f32);
+    tcase_add_test(tc, eval_all_rows_are_each_tokens_logits);
     tcase_add_test(tc, relu2M_f32);
     tcase_add_test(tc, reglu1M_f32);
     tcase_add_test(tc, stories260K_tied_embeddings);

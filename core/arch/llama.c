@@ -198,7 +198,8 @@ static int forward(hc_context *c, const hc_model *m, const int32_t *tokens, int 
             return -1;
     }
 
-    /* logits = output . norm(x), the last token's, with the final norm plain. */
+    /* logits = output . norm(x), the last token's (every token's for
+     * hc_context_eval_all), with the final norm plain. */
     if (!logits)
         return 0;
     if (hc_exec_to(c, m->output_gpu) || hc_exec_rmsnorm_last(c, &m->output_norm, hp->norm_eps) ||

@@ -10,7 +10,7 @@
 _Static_assert(sizeof(((hc_acts *)0)->at) == HC_ACT_COUNT * sizeof(hc_ref),
                "hc_acts: one named slot per hc_act");
 
-uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A)
+uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, int logit_rows, hc_acts *A)
 {
     hc_acts scratch;
     if (!A)
@@ -23,7 +23,7 @@ uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A)
     const uint64_t sizes[HC_ACT_COUNT] = {
         [HC_ACT_X] = e,       [HC_ACT_XN] = e,   [HC_ACT_Q] = e,
         [HC_ACT_ATT] = e,     [HC_ACT_O] = e,    [HC_ACT_PART] = e,
-        [HC_ACT_GATE] = ff,   [HC_ACT_UP] = ff,  [HC_ACT_LOGITS] = (uint64_t)hp->n_vocab * F32,
+        [HC_ACT_GATE] = ff,   [HC_ACT_UP] = ff,  [HC_ACT_LOGITS] = (uint64_t)logit_rows * hp->n_vocab * F32,
         [HC_ACT_POS] = B * 4, [HC_ACT_PH] = ph,  [HC_ACT_PLOG] = ff,
         [HC_ACT_IDX] = list,  [HC_ACT_ALL] = list, [HC_ACT_COUNTS] = (uint64_t)hp->n_layer * 4,
         [HC_ACT_KNEW] = kv,   [HC_ACT_VNEW] = kv};
@@ -41,9 +41,9 @@ uint64_t hc_kv_layer_bytes(const hc_hparams *hp, int n_ctx)
     return (uint64_t)n_ctx * hp->n_head_kv * hp->head_dim * F32;
 }
 
-int hc_acts_alloc(hc_dev *d, const hc_hparams *hp, int n_batch, hc_acts *A)
+int hc_acts_alloc(hc_dev *d, const hc_hparams *hp, int n_batch, int logit_rows, hc_acts *A)
 {
-    const uint64_t bytes = hc_acts_layout(hp, n_batch, A);
+    const uint64_t bytes = hc_acts_layout(hp, n_batch, logit_rows, A);
     if (hc_dev_alloc(d, bytes, &A->buf))
         return -1;
     for (int i = 0; i < HC_ACT_COUNT; i++)

@@ -44,13 +44,14 @@ typedef struct hc_acts {
     };
 } hc_acts;
 
-/* The bytes of one device's activation buffer for n_batch tokens (and, if A
- * is not NULL, its slots' offsets); of one layer's K (or V) cache. */
-uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, hc_acts *A);
+/* The bytes of one device's activation buffer for n_batch tokens and
+ * logit_rows rows of logits (1, or n_batch for hc_context_eval_all) (and,
+ * if A is not NULL, its slots' offsets); of one layer's K (or V) cache. */
+uint64_t hc_acts_layout(const hc_hparams *hp, int n_batch, int logit_rows, hc_acts *A);
 uint64_t hc_kv_layer_bytes(const hc_hparams *hp, int n_ctx);
 
 /* Allocate A's buffer on d, zeroed, with the every-row list in place.
  * 0 or -1. */
-int hc_acts_alloc(hc_dev *d, const hc_hparams *hp, int n_batch, hc_acts *A);
+int hc_acts_alloc(hc_dev *d, const hc_hparams *hp, int n_batch, int logit_rows, hc_acts *A);
 
 #endif /* HC_CORE_ACTS_H */

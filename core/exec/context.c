@@ -11,7 +11,7 @@
 
 hc_context_params hc_context_default_params(void)
 {
-    hc_context_params p = {sizeof p, 0, 64, 0, 0};
+    hc_context_params p = {sizeof p, 0, 64, 0, 0, 0};
     return p;
 }
 
@@ -57,6 +57,8 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
         c->n_batch = c->n_ctx;
     c->sparse_check = p.sparse_check && m->hp.sparse == HC_SPARSE_PREDICTOR;
     c->no_graphs = p.no_graphs;
+    c->logit_cap = p.logits_all ? c->n_batch : 1;
+    c->logit_rows = 1;
     const size_t bff = (size_t)c->n_batch * m->hp.n_ff;
     c->host_true = malloc(bff * F32);
     c->host_mark = malloc((size_t)m->hp.n_ff);
@@ -90,10 +92,12 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
         !(c->host_plog = hc_dev_host_alloc(pin, bff * F32)) ||
         !(c->host_idx = hc_dev_host_alloc(pin, (uint64_t)m->hp.n_ff * 4)) ||
         !(c->host_count = hc_dev_host_alloc(pin, (uint64_t)m->hp.n_layer * 4)) ||
-        !(c->host_logits = hc_dev_host_alloc(pin, (uint64_t)m->hp.n_vocab * F32)))
+        !(c->host_logits =
+              hc_dev_host_alloc(pin, (uint64_t)c->logit_cap * m->hp.n_vocab * F32)))
         goto fail;
-    if (hc_acts_alloc(&c->cpu, &m->hp, c->n_batch, &c->a[HC_ON_CPU]) ||
-        (m->has_gpu && hc_acts_alloc(&c->gpu, &m->hp, c->n_batch, &c->a[HC_ON_GPU])) ||
+    if (hc_acts_alloc(&c->cpu, &m->hp, c->n_batch, c->logit_cap, &c->a[HC_ON_CPU]) ||
+        (m->has_gpu &&
+         hc_acts_alloc(&c->gpu, &m->hp, c->n_batch, c->logit_cap, &c->a[HC_ON_GPU])) ||
         alloc_kv(c))
         goto fail;
     /* The run's waits are the passes' (setting up waited for the uploads). */
@@ -214,7 +218,9 @@ int hc_context_set_ffn_observer(hc_context *c, hc_ffn_observer fn, void *user)
     return 0;
 }
 
-int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits)
+/* n tokens in passes of n_batch; the last pass's logits (one row, or with
+ * `all` every token's, each pass's rows to logits at its first token). */
+static int eval_tokens(hc_context *c, const int32_t *tokens, int n, float *logits, int all)
 {
     if (n <= 0) {
         hc_set_error("nothing to evaluate (0 tokens)");
@@ -229,7 +235,14 @@ int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits)
     for (int done = 0; done < n;) {
         int chunk = n - done < c->n_batch ? n - done : c->n_batch;
         int last = done + chunk == n;
-        if (hc_forward(c, tokens + done, chunk, last ? logits : NULL))
+        float *out = !logits ? NULL
+                     : all   ? logits + (size_t)done * c->m->hp.n_vocab
+                     : last  ? logits
+                             : NULL;
+        c->logit_rows = all ? chunk : 1;
+        const int rc = hc_forward(c, tokens + done, chunk, out);
+        c->logit_rows = 1;
+        if (rc)
             return -1;
         c->n_past += chunk;
         c->run.tokens += chunk;
@@ -237,4 +250,19 @@ int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits)
         done += chunk;
     }
     return 0;
+}
+
+int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits)
+{
+    return eval_tokens(c, tokens, n, logits, 0);
+}
+
+int hc_context_eval_all(hc_context *c, const int32_t *tokens, int n, float *logits)
+{
+    if (c->logit_cap < c->n_batch) {
+        hc_set_error("hc_context_eval_all: the context was made without logits_all "
+                     "(hc_context_params)");
+        return -1;
+    }
+    return eval_tokens(c, tokens, n, logits, 1);
 }

@@ -70,7 +70,9 @@ struct hc_context {
      * that chose them there, bytes moved), added again per replay. */
     hc_context_run_stats graph_run;
     struct hc_sparse_layer_acc *graph_acc; /* [n_layer] */
-    float *host_logits;   /* [n_vocab] the last token's logits come down here */
+    float *host_logits;   /* [logit_cap][n_vocab] the pass's logits come down here */
+    int logit_cap;        /* rows of logits room was made for: 1, or n_batch (logits_all) */
+    int logit_rows;       /* rows this pass makes: its last tokens' (1, or n_tok) */
 
     /* Where the work went (hc_context_run_stats). */
     hc_context_run_stats run;

@@ -51,10 +51,12 @@ int hc_ffn_home(const hc_context *c, const hc_layer *l);
  * (exec/sparse_ffn.c); xn must be computed. */
 int hc_exec_sparse_ffn(hc_context *c, const hc_layer *l, int il);
 
-/* The last token only: y = rmsnorm(x[n-1]) * w into XN. */
+/* The tokens whose logits the pass makes (the last, or all of them:
+ * c->logit_rows): y = rmsnorm(x[t]) * w into XN. */
 int hc_exec_rmsnorm_last(hc_context *c, const hc_weight *w, float eps);
-/* logits = w . XN of one token, into the context's host_logits (hc_forward
- * hands them out after the pass); `logits` is the caller's, unused here. */
+/* logits = w . XN of those tokens, into the context's host_logits
+ * (hc_forward hands them out after the pass); `logits` is the caller's,
+ * unused here. */
 int hc_exec_logits(hc_context *c, const hc_weight *w, float *logits);
 
 #endif /* HC_CORE_EXEC_H */

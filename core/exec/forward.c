@@ -59,6 +59,7 @@ int hc_forward(hc_context *c, const int32_t *tokens, int n, float *logits)
         return -1;
     hc_sparse_settle(c);
     if (logits)
-        memcpy(logits, c->host_logits, (size_t)c->m->hp.n_vocab * sizeof *logits);
+        memcpy(logits, c->host_logits,
+               (size_t)c->logit_rows * c->m->hp.n_vocab * sizeof *logits);
     return 0;
 }

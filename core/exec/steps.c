@@ -143,10 +143,11 @@ int hc_exec_attention(hc_context *c, int il, hc_act out, float scale)
 
 int hc_exec_rmsnorm_last(hc_context *c, const hc_weight *w, float eps)
 {
-    const int on = c->x_on;
+    const int on = c->x_on, rows = c->logit_rows;
     const hc_acts *A = &c->a[on];
-    const hc_ref last = hc_ref_at(A->x, (uint64_t)(c->n_tok - 1) * w->cols * HC_F32);
-    return hc_dev_rmsnorm(hc_ctx_dev(c, on), last, hc_weight_at(w, on), A->xn, 1, w->cols, eps);
+    const hc_ref last = hc_ref_at(A->x, (uint64_t)(c->n_tok - rows) * w->cols * HC_F32);
+    return hc_dev_rmsnorm(hc_ctx_dev(c, on), last, hc_weight_at(w, on), A->xn, rows, w->cols,
+                          eps);
 }
 
 int hc_exec_logits(hc_context *c, const hc_weight *w, float *logits)
@@ -157,9 +158,11 @@ int hc_exec_logits(hc_context *c, const hc_weight *w, float *logits)
     /* Into the context's pinned host_logits, read once the pass has ended
      * (hc_forward waits for both devices and copies them to `logits`). */
     (void)logits;
-    if (hc_dev_matmul(d, w->type, hc_weight_at(w, on), w->rows, w->cols, A->xn, 1, A->logits) ||
-        hc_dev_download(d, c->host_logits, A->logits, (uint64_t)w->rows * HC_F32))
+    const uint64_t bytes = (uint64_t)c->logit_rows * w->rows * HC_F32;
+    if (hc_dev_matmul(d, w->type, hc_weight_at(w, on), w->rows, w->cols, A->xn, c->logit_rows,
+                      A->logits) ||
+        hc_dev_download(d, c->host_logits, A->logits, bytes))
         return -1;
-    c->run.bytes_moved += (uint64_t)w->rows * HC_F32;
+    c->run.bytes_moved += bytes;
     return 0;
 }

@@ -242,7 +242,7 @@ static int reserve_contexts(hc_model *m, int n_ctx)
         hc_set_error("out of memory");
         goto out;
     }
-    if (hc_dev_alloc(&m->gpu, hc_acts_layout(hp, n_batch, NULL), &acts))
+    if (hc_dev_alloc(&m->gpu, hc_acts_layout(hp, n_batch, 1, NULL), &acts))
         goto out;
     for (int il = 0; il < hp->n_layer; il++)
         if (m->layers[il].attn_gpu && (hc_dev_alloc(&m->gpu, kv, &kvb[2 * il]) ||

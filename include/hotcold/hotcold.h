@@ -225,6 +225,8 @@ typedef struct hc_context_params {
                          (dense gate/up) to measure recall; slower */
     int no_graphs;    /* 1: issue every decode pass, never replay a captured one (the
                          GPU plugin's capture, ABI 1.3; HOTCOLD_CUDA_GRAPHS=0 also) */
+    int logits_all;   /* 1: room for every token's logits, for hc_context_eval_all
+                         (n_batch x n_vocab floats more on each device) */
 } hc_context_params;
 
 HC_API hc_context_params hc_context_default_params(void);
@@ -237,6 +239,9 @@ HC_API void hc_context_reset(hc_context *c);
 /* Append n tokens and run them; returns 0 and, if logits != NULL, writes the
  * n_vocab logits of the LAST token.  Fails (negative) on context overflow. */
 HC_API int hc_context_eval(hc_context *c, const int32_t *tokens, int n, float *logits);
+/* The same, writing every token's logits: n x n_vocab floats, row i after
+ * token i (what perplexity scores).  Needs a context made with logits_all. */
+HC_API int hc_context_eval_all(hc_context *c, const int32_t *tokens, int n, float *logits);
 
 /* Sparse FFN figures of one layer since the context was made or reset. */
 typedef struct hc_layer_sparse_stats {

@@ -10,5 +10,6 @@ int hc_cmd_mkmodel(int argc, char **argv);
 int hc_cmd_profile(int argc, char **argv);
 int hc_cmd_train_predictor(int argc, char **argv);
 int hc_cmd_pack(int argc, char **argv);
+int hc_cmd_perplexity(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const command commands[] = {
     {"profile", hc_cmd_profile, "count how often each FFN neuron fires over a corpus"},
     {"train-predictor", hc_cmd_train_predictor, "train PowerInfer activation predictors (fc1/fc2)"},
     {"pack", hc_cmd_pack, "write a PowerInfer (PWRI) model: down transposed, predictors, stats"},
+    {"perplexity", hc_cmd_perplexity, "perplexity on a text as llama.cpp computes it; KL vs a base"},
     {"mkmodel", hc_cmd_mkmodel, "write a synthetic sparse (PWRI) benchmark model of any shape"},
 };
 
