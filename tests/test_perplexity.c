@@ -213,6 +213,56 @@ START_TEST(kl_base_measures_what_sparsity_costs)
 }
 END_TEST
 
+/* Greedy ids from BOS in FFN mode `mode`, through the library. */
+static void greedy_ids(const char *file, int mode, int32_t *ids, int n)
+{
+    hc_engine *e = hc_engine_open(NULL);
+    hc_model_params mp = hc_model_default_params();
+    mp.sparse = mode;
+    hc_model *m = hc_model_load(e, model(file), &mp);
+    ck_assert_msg(m != NULL, "%s", hc_last_error());
+    hc_context *c = hc_context_new(m, NULL);
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    float *logits = malloc((size_t)d.n_vocab * sizeof *logits);
+    ck_assert(c && logits);
+    int32_t tok = hc_model_token_bos(m);
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(hc_context_eval(c, &tok, 1, logits) == 0, "%s", hc_last_error());
+        tok = ids[i] = hc_test_argmax(logits, d.n_vocab);
+    }
+    free(logits);
+    hc_context_free(c);
+    hc_model_free(m);
+    hc_engine_close(e);
+}
+
+/* The bench's sparse-vs-dense line says how much of the greedy text the two
+ * modes share: the prefix computed here from the two modes' ids. */
+START_TEST(bench_reports_greedy_agreement)
+{
+    enum { N = 48 };
+    int32_t dense[N], sparse[N];
+    greedy_ids("relu2M.powerinfer.gguf", HC_SPARSE_OFF, dense, N);
+    greedy_ids("relu2M.powerinfer.gguf", HC_SPARSE_PREDICTOR, sparse, N);
+    int same = 0;
+    while (same < N && dense[same] == sparse[same])
+        same++;
+    char args[1024], want[128];
+    snprintf(args, sizeof args, "bench -m %s --sparse off,predictor -p 0 -n %d -r 1",
+             model("relu2M.powerinfer.gguf"), N);
+    cli_result r;
+    cli_ok(&r, args);
+    if (same == N)
+        snprintf(want, sizeof want, "greedy text: the same %d tokens as dense", N);
+    else
+        snprintf(want, sizeof want, "greedy text: the first %d of %d tokens as dense", same, N);
+    printf("bench: %s\n", want);
+    ck_assert_msg(strstr(r.out, want), "want '%s' in\n%s", want, r.out);
+    cli_free(&r);
+}
+END_TEST
+
 START_TEST(bad_requests_say_why)
 {
     cli_result r;
@@ -257,6 +307,7 @@ static Suite *perplexity_suite(void)
     tcase_add_test(tc, matches_the_method_done_by_hand);
     tcase_add_test(tc, kl_base_against_itself_is_zero);
     tcase_add_test(tc, kl_base_measures_what_sparsity_costs);
+    tcase_add_test(tc, bench_reports_greedy_agreement);
     tcase_add_test(tc, bad_requests_say_why);
     suite_add_tcase(s, tc);
     return s;

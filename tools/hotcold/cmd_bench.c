@@ -66,6 +66,7 @@ typedef struct bench_result {
     double mean_frac;          /* mean fraction of FFN neurons computed */
     double replayed;           /* share of decode passes replayed from a captured graph */
     double waits;              /* host waits for the GPU per decode pass */
+    int32_t *ids;              /* the n_gen greedy ids decoded (from BOS) */
 } bench_result;
 
 /* One repetition: prompt then greedy decode; fills times and bytes/token. */
@@ -98,6 +99,7 @@ static int run_once(hc_model *m, const bench_opts *o, bench_result *r)
         for (int v = 1; v < d.n_vocab; v++)
             if (logits[v] > logits[best])
                 best = v;
+        r->ids[i] = best;
         if (hc_context_eval(c, &best, 1, logits))
             goto out;
     }
@@ -277,6 +279,7 @@ int hc_cmd_bench(int argc, char **argv)
     bench_opts o = {.device = "cpu", .n_prompt = 64, .n_gen = 64, .reps = 3,
                     .vram_budget = -1.0, .weights = HC_WEIGHTS_AUTO};
     hc_model *models[MAX_MODES] = {NULL};
+    bench_result res[MAX_MODES] = {{0}};
     char model_path[4096];
     hc_engine *e = NULL;
     int rc = 1, modes[MAX_MODES], n_modes;
@@ -317,7 +320,6 @@ int hc_cmd_bench(int argc, char **argv)
 
     /* Which modes: the user's list, or dense plus the file's own mode. */
     hc_model_desc d;
-    bench_result res[MAX_MODES];
     if (o.n_modes > 0) {
         n_modes = o.n_modes;
         memcpy(modes, o.modes, sizeof modes);
@@ -345,6 +347,10 @@ int hc_cmd_bench(int argc, char **argv)
          * size moves decode speed by 10-20%. */
         o.weights = hc_model_weights_mode(models[i]);
         res[i].prompt_s = res[i].decode_s = INFINITY;
+        if (!(res[i].ids = calloc((size_t)o.n_gen + 1, sizeof *res[i].ids))) {
+            fprintf(stderr, "hotcold bench: out of memory\n");
+            goto out;
+        }
     }
     hc_model_describe(models[0], &d);
     /* Rounds: bandwidth, then every mode once.  The machine may be shared
@@ -432,9 +438,20 @@ int hc_cmd_bench(int argc, char **argv)
         for (int i = 1; i < n_modes; i++) {
             /* A ratio under 1 is a slowdown: say so rather than "0.93x faster". */
             double speedup = res[0].decode_s / res[i].decode_s;
-            printf("%s vs dense: %.2fx %s (floor ratio %.2fx)\n",
+            /* What the speed costs: the greedy ids both decoded from BOS,
+             * equal up to the first difference (after it the texts part). */
+            int same = 0;
+            while (same < o.n_gen && res[i].ids[same] == res[0].ids[same])
+                same++;
+            printf("%s vs dense: %.2fx %s (floor ratio %.2fx); greedy text: ",
                    hc_tool_sparse_mode_name(modes[i]), speedup >= 1.0 ? speedup : 1.0 / speedup,
                    speedup >= 1.0 ? "faster" : "slower", res[0].token_bytes / res[i].token_bytes);
+            if (same == o.n_gen)
+                printf("the same %d tokens as dense\n", o.n_gen);
+            else
+                printf("the first %d of %d tokens as dense (hotcold perplexity --kl-base "
+                       "measures the divergence)\n",
+                       same, o.n_gen);
         }
     if (d.weight_bytes < (64u << 20))
         printf("note: %.1f MiB of weights fit in this machine's cache, so the DRAM floor does "
@@ -442,8 +459,10 @@ int hc_cmd_bench(int argc, char **argv)
                (double)d.weight_bytes / (1 << 20));
     rc = 0;
 out:
-    for (int i = 0; i < MAX_MODES; i++)
+    for (int i = 0; i < MAX_MODES; i++) {
         hc_model_free(models[i]);
+        free(res[i].ids);
+    }
     hc_engine_close(e);
     return rc;
 }
