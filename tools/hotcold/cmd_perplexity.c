@@ -146,13 +146,14 @@ typedef struct ppl_totals {
     int64_t same_top;
 } ppl_totals;
 
-/* Scores one chunk whose every logit row is in `logits` (row j after
- * token j of `toks`), against or into the base. */
-static int score_chunk(const float *logits, const int32_t *toks, int n_ctx, int n_vocab,
-                       hc_ppl_base *base, float *base_row, ppl_totals *t)
+/* Scores the positions j0 .. j0 + n - 1 of a chunk whose logit rows are in
+ * `logits` (row j - j0 after token j of `toks`) that are in its second
+ * half and have a next token, against or into the base. */
+static int score_rows(const float *logits, const int32_t *toks, int j0, int n, int n_ctx,
+                      int n_vocab, hc_ppl_base *base, float *base_row, ppl_totals *t)
 {
-    for (int j = n_ctx / 2; j < n_ctx - 1; j++) {
-        const float *row = logits + (size_t)j * n_vocab;
+    for (int j = j0 > n_ctx / 2 ? j0 : n_ctx / 2; j < j0 + n && j < n_ctx - 1; j++) {
+        const float *row = logits + (size_t)(j - j0) * n_vocab;
         hc_ppl_add(&t->nll, hc_ppl_nll(row, n_vocab, toks[j + 1]));
         if (!base->f)
             continue;
@@ -198,14 +199,18 @@ static int run_chunks(hc_model *m, hc_context *ctx, const ppl_opts *o, const int
     if (o->n_chunks > 0 && o->n_chunks < n_chunk)
         n_chunk = o->n_chunks;
     const int rows = n_ctx - 1 - n_ctx / 2;
-    float *logits = malloc((size_t)n_ctx * n_vocab * sizeof *logits);
+    /* A pass's rows at a time: a chunk's would be n_ctx x n_vocab floats
+     * (2 GiB for 4096 tokens of a 128k vocabulary). */
+    const int n_batch = o->n_batch < n_ctx ? o->n_batch : n_ctx;
+    float *logits = malloc((size_t)n_batch * n_vocab * sizeof *logits);
     float *base_row = malloc((size_t)n_vocab * sizeof *base_row);
     int32_t *toks = malloc((size_t)n_ctx * sizeof *toks);
     hc_ppl_base base = {0};
     ppl_totals t = {0};
     int rc = -1;
     if (!logits || !base_row || !toks) {
-        fprintf(stderr, "hotcold perplexity: out of memory for %d x %d logits\n", n_ctx, n_vocab);
+        fprintf(stderr, "hotcold perplexity: out of memory for %d x %d logits\n", n_batch,
+                n_vocab);
         goto out;
     }
     if (o->kl_base) {
@@ -231,12 +236,15 @@ static int run_chunks(hc_model *m, hc_context *ctx, const ppl_opts *o, const int
         if (bos >= 0)
             toks[0] = bos;
         hc_context_reset(ctx);
-        if (hc_context_eval_all(ctx, toks, n_ctx, logits)) {
-            fprintf(stderr, "\nhotcold perplexity: chunk %d: %s\n", i + 1, hc_last_error());
-            goto out;
+        for (int j0 = 0; j0 < n_ctx; j0 += n_batch) {
+            const int n = n_ctx - j0 < n_batch ? n_ctx - j0 : n_batch;
+            if (hc_context_eval_all(ctx, toks + j0, n, logits)) {
+                fprintf(stderr, "\nhotcold perplexity: chunk %d: %s\n", i + 1, hc_last_error());
+                goto out;
+            }
+            if (score_rows(logits, toks, j0, n, n_ctx, n_vocab, &base, base_row, &t))
+                goto out;
         }
-        if (score_chunk(logits, toks, n_ctx, n_vocab, &base, base_row, &t))
-            goto out;
         printf("[%d]%.4f,", i + 1, exp(hc_ppl_mean(&t.nll)));
         fflush(stdout);
         hc_tool_on_token_progress(&prog, (int64_t)(i + 1) * n_ctx, (int64_t)n_chunk * n_ctx);
