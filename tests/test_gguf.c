@@ -391,6 +391,71 @@ START_TEST(test_resident_equals_mapped)
 }
 END_TEST
 
+/* Whether [p, p + len) is mapped from no file (anonymous memory) in
+ * /proc/self/maps, and the huge pages smaps counts in it. */
+static int anonymous_range(const void *p, uint64_t len, uint64_t *huge_kib)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    int anon = 1, in = 0, seen = 0;
+    unsigned long long a, b, inode;
+    *huge_kib = 0;
+    ck_assert(f != NULL);
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long kib;
+        if (sscanf(line, "%llx-%llx %*s %*s %*s %llu", &a, &b, &inode) == 3) {
+            in = b > (uintptr_t)p && a < (uintptr_t)p + len;
+            if (in) {
+                seen = 1;
+                anon &= inode == 0;
+            }
+        } else if (in && sscanf(line, "AnonHugePages: %llu kB", &kib) == 1) {
+            *huge_kib += kib;
+        }
+    }
+    fclose(f);
+    return seen && anon;
+}
+
+/* The moving open parses as the mapped one, reads the file's bytes at
+ * every moment, and ends with all of it in anonymous memory at the same
+ * addresses. */
+START_TEST(test_moving_equals_mapped)
+{
+    char err[512] = "";
+    const char *path = hc_test_path(HC_MODELS_DIR, "relu2M.powerinfer.gguf");
+    hc_gguf *m = open_path(path);
+    hc_gguf *v = hc_gguf_open_moving(path, err, sizeof err);
+    ck_assert_msg(v != NULL, "%s", err);
+    ck_assert_int_eq(v->mapped, 3);
+    ck_assert_uint_eq((uintptr_t)v->base % (2u << 20), 0);
+    ck_assert_uint_eq(v->file_size, m->file_size);
+    /* While it moves (the first bytes may be moved or not: the same). */
+    ck_assert_int_eq(memcmp(v->base, m->base, (size_t)m->file_size), 0);
+    ck_assert_uint_eq(v->n_tensors, m->n_tensors);
+    for (uint64_t i = 0; i < m->n_tensors; i++)
+        ck_assert_int_eq((const uint8_t *)v->tensors[i].data - v->base,
+                         (const uint8_t *)m->tensors[i].data - m->base);
+    int error = -1;
+    const uint64_t moved = hc_gguf_move_wait(v, &error);
+    ck_assert_int_eq(error, 0);
+    ck_assert_uint_eq(moved, (v->file_size + (2u << 20) - 1) & ~(uint64_t)((2u << 20) - 1));
+    ck_assert_int_eq(memcmp(v->base, m->base, (size_t)m->file_size), 0);
+    uint64_t huge = 0;
+    ck_assert_msg(anonymous_range(v->base, v->file_size, &huge),
+                  "the moved range is still mapped from a file");
+    printf("moving open: %llu bytes moved, %llu KiB of them in huge pages\n",
+           (unsigned long long)moved, (unsigned long long)huge);
+    hc_gguf_close(v);
+    /* The mapped file is no anonymous memory: the check can tell. */
+    ck_assert(!anonymous_range(m->base, m->file_size, &huge));
+    hc_gguf_close(m);
+    /* A moving open that fails parses nothing and leaks nothing. */
+    ck_assert_ptr_null(hc_gguf_open_moving("/nonexistent/x.gguf", err, sizeof err));
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/x.gguf: cannot open"));
+}
+END_TEST
+
 START_TEST(test_stories260k)
 {
     hc_gguf *g = open_path(hc_test_path(HC_MODELS_DIR, "stories260K.gguf"));
@@ -1209,6 +1274,7 @@ static Suite *gguf_suite(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_stories260k);
     tcase_add_test(tc, test_resident_equals_mapped);
+    tcase_add_test(tc, test_moving_equals_mapped);
     tcase_add_test(tc, test_relu2m_reglu1m);
     tcase_add_test(tc, test_vocab_only);
     tcase_add_test(tc, test_type_table);

@@ -376,6 +376,7 @@ END_TEST
 START_TEST(weights_modes_agree)
 {
     expect_identical_runs(2, HC_WEIGHTS_MMAP, 2, HC_WEIGHTS_READ, "mapped vs read weights");
+    expect_identical_runs(2, HC_WEIGHTS_MOVE, 2, HC_WEIGHTS_READ, "moving vs read weights");
 }
 END_TEST
 

@@ -26,6 +26,7 @@
  */
 #include "format/gguf.h"
 #include "util/hugemem.h"
+#include "util/hugemove.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -699,11 +700,16 @@ static void *read_whole(parser *ps, int fd, uint64_t size, uint64_t *len,
     return mem;
 }
 
-static hc_gguf *open_file(const char *path, int resident, hc_gguf_progress_fn progress,
-                          void *user, char *err, size_t errlen)
+/* How open_file holds the file. */
+enum { OPEN_MAP, OPEN_READ, OPEN_MOVE };
+
+static hc_gguf *open_file(const char *path, int how, hc_gguf_progress_fn progress, void *user,
+                          char *err, size_t errlen)
 {
     parser ps = {.file = path, .err = err, .errlen = errlen};
+    const int resident = how == OPEN_READ;
     hc_gguf *g = NULL;
+    hc_huge_move *move = NULL;
     void *map = MAP_FAILED;
     uint64_t mem_len = 0;
     struct stat st;
@@ -737,6 +743,21 @@ static hc_gguf *open_file(const char *path, int resident, hc_gguf_progress_fn pr
         if (!mem)
             goto out;
         map = mem;
+    } else if (how == OPEN_MOVE) {
+        const uint8_t *at;
+        if (!(move = hc_huge_move_start(fd, size, &at))) {
+            fail(&ps, "cannot map %" PRIu64 " bytes: %s", size, strerror(errno));
+            goto out;
+        }
+        /* The header is parsed from the mapping while the move goes on:
+         * the bytes are the file's either way. */
+        g = open_buffer(at, size, path, err, errlen);
+        if (g) {
+            g->mapped = 3;
+            g->move = move;
+            move = NULL;
+        }
+        goto out;
     } else {
         map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
@@ -751,6 +772,7 @@ static hc_gguf *open_file(const char *path, int resident, hc_gguf_progress_fn pr
         map = MAP_FAILED; /* owned by g now */
     }
 out:
+    hc_huge_move_end(move);
     if (map != MAP_FAILED) {
         if (resident)
             hc_huge_free(map, mem_len);
@@ -764,13 +786,28 @@ out:
 
 hc_gguf *hc_gguf_open(const char *path, char *err, size_t errlen)
 {
-    return open_file(path, 0, NULL, NULL, err, errlen);
+    return open_file(path, OPEN_MAP, NULL, NULL, err, errlen);
 }
 
 hc_gguf *hc_gguf_open_resident(const char *path, hc_gguf_progress_fn progress, void *user,
                                char *err, size_t errlen)
 {
-    return open_file(path, 1, progress, user, err, errlen);
+    return open_file(path, OPEN_READ, progress, user, err, errlen);
+}
+
+hc_gguf *hc_gguf_open_moving(const char *path, char *err, size_t errlen)
+{
+    return open_file(path, OPEN_MOVE, NULL, NULL, err, errlen);
+}
+
+uint64_t hc_gguf_move_wait(hc_gguf *g, int *error)
+{
+    int finished;
+    *error = 0;
+    if (!g || g->mapped != 3)
+        return 0;
+    hc_huge_move_wait(g->move);
+    return hc_huge_move_state(g->move, &finished, error);
 }
 
 void hc_gguf_close(hc_gguf *g)
@@ -781,6 +818,8 @@ void hc_gguf_close(hc_gguf *g)
         munmap((void *)g->base, (size_t)g->map_len);
     else if (g->mapped == 2)
         hc_huge_free((void *)g->base, g->map_len);
+    else if (g->mapped == 3)
+        hc_huge_move_end(g->move);
     free_parts(g);
     free((gguf_impl *)g);
 }

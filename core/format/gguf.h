@@ -78,8 +78,10 @@ typedef struct hc_gguf {
     const uint8_t *base;  /* whole file */
     uint64_t file_size;
     int mapped;           /* 1: base is the file mmap()ed; 2: the file read into huge-page
-                             memory we own; 0: borrowed memory */
-    uint64_t map_len;     /* bytes to unmap (mapped != 0) */
+                             memory we own; 3: mapped and moving into huge pages (move);
+                             0: borrowed memory */
+    uint64_t map_len;     /* bytes to unmap (mapped 1 or 2) */
+    struct hc_huge_move *move; /* mapped == 3 (util/hugemove.h) */
 } hc_gguf;
 
 /* Open and validate.  On failure returns NULL and, if err != NULL, writes a
@@ -91,6 +93,13 @@ hc_gguf *hc_gguf_open(const char *path, char *err, size_t errlen);
 typedef void (*hc_gguf_progress_fn)(void *user, uint64_t done, uint64_t total);
 hc_gguf *hc_gguf_open_resident(const char *path, hc_gguf_progress_fn progress, void *user,
                                char *err, size_t errlen);
+/* The same, but mapped, and moved into huge pages by a thread while the
+ * model runs (util/hugemove.h): the first token does not wait for the
+ * whole file.  Where the thread cannot start the file stays mapped. */
+hc_gguf *hc_gguf_open_moving(const char *path, char *err, size_t errlen);
+/* mapped == 3: wait for the move to end; the bytes moved and the errno
+ * that stopped it (0: all moved).  Other files: 0, 0. */
+uint64_t hc_gguf_move_wait(hc_gguf *g, int *error);
 /* Parse a buffer the caller keeps alive (fuzzing, tests). */
 hc_gguf *hc_gguf_open_memory(const void *buf, size_t len, char *err, size_t errlen);
 void hc_gguf_close(hc_gguf *g);

@@ -41,7 +41,17 @@ int hc_model_add_buffer(hc_model *m, hc_buffer *b)
 
 int hc_model_weights_mode(const hc_model *m)
 {
-    return m && m->gguf && m->gguf->mapped == 2 ? HC_WEIGHTS_READ : HC_WEIGHTS_MMAP;
+    if (!m || !m->gguf)
+        return HC_WEIGHTS_MMAP;
+    return m->gguf->mapped == 2 ? HC_WEIGHTS_READ
+           : m->gguf->mapped == 3 ? HC_WEIGHTS_MOVE
+                                  : HC_WEIGHTS_MMAP;
+}
+
+uint64_t hc_model_weights_wait(hc_model *m)
+{
+    int error;
+    return m && m->gguf ? hc_gguf_move_wait(m->gguf, &error) : 0;
 }
 
 void hc_model_free(hc_model *m)

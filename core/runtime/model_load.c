@@ -305,11 +305,12 @@ static void on_read_progress(void *user, uint64_t done, uint64_t total)
     p->progress(p->progress_user, "reading", done, total);
 }
 
-/* Maps the file, or reads it into huge-page memory (hc_weights_mode). */
+/* Maps the file, reads it into huge-page memory, or maps it and moves it
+ * there in the background (hc_weights_mode). */
 static hc_gguf *open_weights(const char *path, const hc_model_params *p, char *err, size_t errlen)
 {
-    int resident = p->weights == HC_WEIGHTS_READ;
-    const char *why = resident ? "asked for" : "asked to map";
+    int resident = p->weights == HC_WEIGHTS_READ, moving = p->weights == HC_WEIGHTS_MOVE;
+    const char *why = resident || moving ? "asked for" : "asked to map";
     struct stat st;
     if (p->weights == HC_WEIGHTS_AUTO) {
         uint64_t avail = 0;
@@ -321,15 +322,20 @@ static hc_gguf *open_weights(const char *path, const hc_model_params *p, char *e
                  (uint64_t)st.st_size > avail / 2)
             why = "the file needs more than half the available memory";
         else
-            resident = 1, why = "CPU only";
+            moving = 1, why = "CPU only";
     }
     const double t0 = hc_time_s();
     hc_gguf *g = resident ? hc_gguf_open_resident(path, p->progress ? on_read_progress : NULL,
                                                   (void *)p, err, errlen)
+                 : moving ? hc_gguf_open_moving(path, err, errlen)
                           : hc_gguf_open(path, err, errlen);
     if (g && resident)
         HC_INFO("%s: weights read into %.0f MiB of huge-page memory in %.2f s (%s; --mmap maps "
                 "the file instead)", path, (double)g->file_size / 1048576.0, hc_time_s() - t0, why);
+    else if (g && moving)
+        HC_INFO("%s: weights mapped, moving into huge-page memory in the background (%s; "
+                "--no-mmap reads them before the first token, --mmap only maps)",
+                path, why);
     else if (g)
         HC_INFO("%s: weights mapped from the file (%s)", path, why);
     return g;

@@ -130,13 +130,16 @@ typedef enum hc_gpu_index_mode {
 
 /* Where the weights live in host memory. */
 typedef enum hc_weights_mode {
-    HC_WEIGHTS_AUTO = 0, /* READ when the CPU computes everything, the kernel has transparent
+    HC_WEIGHTS_AUTO = 0, /* MOVE when the CPU computes everything, the kernel has transparent
                             huge pages and the file needs at most half the available memory;
                             else MMAP */
     HC_WEIGHTS_MMAP = 1, /* map the file: no copy, pages shared through the page cache */
-    HC_WEIGHTS_READ = 2  /* read the file into memory backed by 2 MiB pages: decode streams
+    HC_WEIGHTS_READ = 2, /* read the file into memory backed by 2 MiB pages: decode streams
                             every weight per token, and 4 KiB pages cost it a TLB miss per
                             4 KiB (--no-mmap) */
+    HC_WEIGHTS_MOVE = 3  /* map the file, then move it into 2 MiB pages in the background
+                            while the model runs: the first token does not wait for the
+                            whole file to be read, and decode ends up as with READ */
 } hc_weights_mode;
 
 /* How a GPU's share of the model is chosen under vram_budget. */
@@ -200,8 +203,12 @@ typedef struct hc_model_desc {
 } hc_model_desc;
 /* m == NULL gives an all-zero description with empty strings. */
 HC_API void hc_model_describe(const hc_model *m, hc_model_desc *out);
-/* HC_WEIGHTS_MMAP or HC_WEIGHTS_READ: how this model's weights were loaded. */
+/* HC_WEIGHTS_MMAP, _READ or _MOVE: how this model's weights were loaded. */
 HC_API int hc_model_weights_mode(const hc_model *m);
+/* Waits until the weights sit where they stay (a MOVE has ended: all in
+ * 2 MiB pages, or the rest left mapped where memory ran out); at once for
+ * the other modes.  The bench measures after it.  Returns the bytes moved. */
+HC_API uint64_t hc_model_weights_wait(hc_model *m);
 
 /* ---- tokenizer (from the model's tokenizer.ggml.* keys) ------------------ */
 HC_API int hc_model_token_bos(const hc_model *m);

@@ -290,7 +290,9 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const char *path, cons
                " | stop: %s\n",
             path, d.arch, d.is_pwri ? ", PowerInfer" : "", d.n_layer,
             hc_type_name((hc_type)d.weight_type), (double)d.weight_bytes / (1 << 20),
-            hc_model_weights_mode(m) == HC_WEIGHTS_READ ? "read into 2 MiB pages" : "mapped",
+            hc_model_weights_mode(m) == HC_WEIGHTS_READ   ? "read into 2 MiB pages"
+            : hc_model_weights_mode(m) == HC_WEIGHTS_MOVE ? "mapped, moved into 2 MiB pages"
+                                                          : "mapped",
             threads, sp->seed, st->stop_reason ? st->stop_reason : "error");
     print_sparse_stats(f, m, c);
     hc_context_run_stats rs;
