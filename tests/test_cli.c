@@ -324,6 +324,42 @@ START_TEST(bench_ops_estimate)
 }
 END_TEST
 
+/* bench --ops --shape: the prompt matmul with its arithmetic rate, the
+ * selection op and decode attention, each beside its bytes; the fixed cost
+ * of the new ops; a shape that is no shape is refused. */
+START_TEST(bench_ops_shapes_and_layer_ops)
+{
+    cli_result r;
+    cli(&r, "bench --ops --shape 64x512 --op matmul64,select_rows,attention --frac 0.5 "
+            "--ctx 16 --mib 1 -r 1 --min-time 0.001 -t 1");
+    ck_assert_msg(r.status == 0, "exit %d, stderr: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "shape        custom: 64 x 512"), "stdout: %s", r.out);
+    const char *line = strstr(r.out, "\nmatmul64     q4_0 ");
+    ck_assert_msg(line && strstr(line, "GFLOP/s"), "stdout: %s", r.out);
+    /* 64 scores read, about half of them listed. */
+    line = strstr(r.out, "\nselect_rows  f32 ");
+    ck_assert_msg(line, "stdout: %s", r.out);
+    double pct, kib;
+    long long k;
+    ck_assert(sscanf(line + 18, "%lf%% %lld %lf", &pct, &k, &kib) == 3);
+    ck_assert_int_eq(k, 32);
+    /* 16 positions of K and V, 4 KV heads of 128 floats: 64 KiB. */
+    line = strstr(r.out, "\nattention    f32 ");
+    ck_assert_msg(line && sscanf(line + 18, "%lf%% %lld %lf", &pct, &k, &kib) == 3 &&
+                      k == 16 && kib == 64.0,
+                  "stdout: %s", r.out);
+    ck_assert_msg(strstr(r.out, "fixed cost   select_rows") &&
+                      strstr(r.out, "fixed cost   attention"),
+                  "stdout: %s", r.out);
+    ck_assert(!strstr(r.out, "\nmatvec_rows"));
+    cli_free(&r);
+    cli(&r, "bench --ops --shape 7x --mib 1");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "bad value '7x' for --shape"), "stderr: %s", r.err);
+    cli_free(&r);
+}
+END_TEST
+
 /* ---- plugins: what `devices` and `run` say about them ------------------- */
 
 /* The plugin tests change the environment the command sees; each starts
@@ -536,6 +572,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, unknown_tensor_type);
     tcase_add_test(tc, bench_ops_q6_k);
     tcase_add_test(tc, bench_ops_estimate);
+    tcase_add_test(tc, bench_ops_shapes_and_layer_ops);
     suite_add_tcase(s, tc);
 
     TCase *pl = tcase_create("plugins");

@@ -36,8 +36,27 @@
 #define MAX_LIST 16
 #define MAX_PHASES 64
 
-enum { OP_MATMUL, OP_MATVEC_ROWS, OP_AXPY_ROWS, N_OPS };
-static const char *const op_names[N_OPS] = {"matmul", "matvec_rows", "axpy_rows"};
+/* matmul64: matmul of a 64-token prompt chunk (compute-bound: its GFLOP/s
+ * are printed too); select_rows: the rows of one token's scores that pass
+ * the cut (the fraction listed), on the device. */
+enum { OP_MATMUL, OP_MATMUL64, OP_MATVEC_ROWS, OP_AXPY_ROWS, OP_SELECT, N_OPS };
+static const char *const op_names[N_OPS] = {"matmul", "matmul64", "matvec_rows", "axpy_rows",
+                                            "select_rows"};
+#define PROMPT_TOK 64
+#define MAX_SHAPES 8
+
+/* --shape: a model's FFN matrix (rows n_ff, cols n_embd) and its attention
+ * (heads, KV heads, head size), as the issue's table of real shapes. */
+typedef struct ops_shape {
+    const char *name;
+    int64_t rows, cols;
+    int n_head, n_head_kv, head_dim;
+} ops_shape;
+static const ops_shape presets[] = {
+    {"tinyllama", 5632, 2048, 32, 4, 64},  {"7b", 11008, 4096, 32, 32, 128},
+    {"13b", 13824, 5120, 40, 40, 128},     {"40b", 32768, 8192, 128, 8, 64},
+    {"70b", 28672, 8192, 64, 8, 128},
+};
 
 typedef struct ops_opts {
     const char *device;
@@ -45,9 +64,13 @@ typedef struct ops_opts {
     hc_type types[MAX_LIST];
     int n_types;
     int64_t rows, cols;
+    ops_shape shapes[MAX_SHAPES];
+    int n_shapes;
+    int ctx;                  /* positions attention reads */
     double fracs[MAX_LIST];
     int n_fracs;
     int want[N_OPS];
+    int want_attention;
     int mib, reps;
     double min_s;
     int decode;               /* --decode: a whole token of a model shape */
@@ -62,6 +85,7 @@ typedef struct wset {
     uint64_t row_bytes, mat_bytes;
     int copies;
     hc_buffer *w, *x, *h, *y, *idx;
+    hc_buffer *sel;           /* select_rows: rows int32 of list, then the count */
     /* The current row lists: phases x copies lists of k rows. */
     int64_t k;
     int phases;
@@ -72,18 +96,27 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: hotcold bench --ops [options]\n"
             "\n"
-            "Time the weight ops of a device (matmul with one token, matvec_rows,\n"
-            "axpy_rows) on a working set larger than the caches, and report the bytes\n"
-            "they read per second against the measured host read bandwidth, and the\n"
-            "plugin's own estimate of each time (op_cost; '-' where it has none).\n"
+            "Time the ops of a device one at a time -- matmul with one token and with a\n"
+            "%d-token prompt chunk, matvec_rows, axpy_rows, select_rows, decode\n"
+            "attention -- on a working set larger than the caches, and report the bytes\n"
+            "they read per second against the measured host read bandwidth, the\n"
+            "plugin's own estimate of each time (op_cost; '-' where it has none), and\n"
+            "the fixed cost of a call (tiny shapes).\n"
             "\n"
             "  -t, --threads LIST    CPU thread counts, e.g. 1,2 (default: all cores)\n"
             "      --type LIST       f32,f16,q8_0,q4_0,q6_k or all (default q4_0)\n"
+            "      --shape LIST      FFN matrices (n_ff x n_embd) and attention of real\n"
+            "                        models: tinyllama (5632x2048), 7b (11008x4096), 13b\n"
+            "                        (13824x5120), 40b (Falcon, 32768x8192), 70b\n"
+            "                        (28672x8192), all (7b..70b), or ROWSxCOLS\n"
+            "                        (default: --rows x --cols)\n"
             "      --rows R          matrix rows (default 5632)\n"
             "      --cols C          matrix columns (default 2048)\n"
-            "      --frac LIST       fractions of rows listed for the sparse ops\n"
-            "                        (default 1,0.5,0.1,0.05)\n"
-            "      --op LIST         matmul,matvec_rows,axpy_rows or all (default all)\n"
+            "      --frac LIST       fractions of rows listed for the sparse ops and\n"
+            "                        select_rows (default 1,0.5,0.1,0.03)\n"
+            "      --op LIST         matmul,matmul64,matvec_rows,axpy_rows,select_rows,\n"
+            "                        attention or all (default all)\n"
+            "      --ctx N           positions decode attention reads (default 1024)\n"
             "      --mib M           working set in MiB (default 512)\n"
             "  -r, --repetitions N   figures per op; the best is reported (default 3)\n"
             "      --min-time S      seconds each figure averages over (default 0.1)\n"
@@ -94,7 +127,8 @@ static void usage(FILE *f)
             "                        llama-shaped model (default: TinyLlama 1.1B):\n"
             "      --n-embd N, --n-ff N, --n-layer N, --n-head N, --n-head-kv N,\n"
             "      --n-vocab N, --rank N (predictor rank)\n"
-            "  -h, --help            this text\n");
+            "  -h, --help            this text\n",
+            PROMPT_TOK);
 }
 
 /* ---- option parsing --------------------------------------------------------- */
@@ -147,6 +181,11 @@ static int add_op(const char *item, void *user)
 {
     ops_opts *o = user;
     int found = !strcmp(item, "all");
+    if (found || !strcmp(item, "attention")) {
+        o->want_attention = 1;
+        if (!found)
+            return 1;
+    }
     for (int i = 0; i < N_OPS; i++)
         if (found || !strcmp(item, op_names[i])) {
             o->want[i] = 1;
@@ -154,6 +193,37 @@ static int add_op(const char *item, void *user)
                 return 1;
         }
     return found;
+}
+
+/* A preset name, or ROWSxCOLS (the FFN matrix: n_ff x n_embd; attention
+ * then has heads of 128 over n_embd, as many KV heads). */
+static int add_shape(const char *item, void *user)
+{
+    ops_opts *o = user;
+    if (o->n_shapes >= MAX_SHAPES)
+        return 0;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(item, presets[i].name)) {
+            o->shapes[o->n_shapes++] = presets[i];
+            return 1;
+        }
+    if (!strcmp(item, "all")) {
+        for (size_t i = 1; i < sizeof presets / sizeof presets[0] && o->n_shapes < MAX_SHAPES; i++)
+            o->shapes[o->n_shapes++] = presets[i];
+        return 1;
+    }
+    char *end;
+    long long r = strtoll(item, &end, 10), c;
+    if (end == item || *end != 'x' || r < 1 || r > (1 << 24))
+        return 0;
+    const char *cs = end + 1;
+    c = strtoll(cs, &end, 10);
+    if (end == cs || *end || c < 32 || c > (1 << 24))
+        return 0;
+    const int heads = c % 128 == 0 ? (int)(c / 128) : 1;
+    o->shapes[o->n_shapes++] =
+        (ops_shape){"custom", r, c, heads, heads, heads == 1 ? (int)c : 128};
+    return 1;
 }
 
 /* ---- the working set -------------------------------------------------------- */
@@ -216,7 +286,7 @@ static void fill_matrix(hc_type t, uint8_t *m, uint64_t bytes, uint64_t *seed)
 
 static void wset_free(wset *ws)
 {
-    hc_buffer **bufs[] = {&ws->w, &ws->x, &ws->h, &ws->y, &ws->idx};
+    hc_buffer **bufs[] = {&ws->w, &ws->x, &ws->h, &ws->y, &ws->idx, &ws->sel};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         if (*bufs[i])
             hc_diag_free(ws->d, *bufs[i]);
@@ -273,16 +343,19 @@ static int wset_init(wset *ws, hc_diag *d, hc_type t, int64_t rows, int64_t cols
     }
     memset(host, 0, stride);
     fill_matrix(t, host, ws->row_bytes * (uint64_t)rows, &seed);
+    /* x and y hold a prompt chunk's tokens (matmul64); h one token's. */
     int64_t vec = rows > cols ? rows : cols;
     if (hc_diag_alloc(d, stride * (uint64_t)ws->copies, &ws->w) ||
-        hc_diag_alloc(d, (uint64_t)vec * 4, &ws->x) || hc_diag_alloc(d, (uint64_t)vec * 4, &ws->h) ||
-        hc_diag_alloc(d, (uint64_t)vec * 4, &ws->y))
+        hc_diag_alloc(d, (uint64_t)vec * 4 * PROMPT_TOK, &ws->x) ||
+        hc_diag_alloc(d, (uint64_t)vec * 4, &ws->h) ||
+        hc_diag_alloc(d, (uint64_t)vec * 4 * PROMPT_TOK, &ws->y) ||
+        hc_diag_alloc(d, (uint64_t)rows * 4 + 4, &ws->sel))
         goto fail;
     for (int c = 0; c < ws->copies; c++)
         if (hc_diag_upload(d, (hc_ref){ws->w, stride * (uint64_t)c}, host, stride))
             goto fail;
-    if (upload_vector(d, ws->x, vec, &seed) || upload_vector(d, ws->h, vec, &seed) ||
-        upload_vector(d, ws->y, vec, &seed))
+    if (upload_vector(d, ws->x, vec * PROMPT_TOK, &seed) || upload_vector(d, ws->h, vec, &seed) ||
+        upload_vector(d, ws->y, vec * PROMPT_TOK, &seed))
         goto fail;
     rc = 0;
     goto out;
@@ -374,6 +447,14 @@ static int run_op(const wset *ws, int op, int c, int p)
 
     switch (op) {
     case OP_MATMUL: st = o->matmul(s, ws->t, w, ws->rows, ws->cols, x, 1, y); break;
+    case OP_MATMUL64: st = o->matmul(s, ws->t, w, ws->rows, ws->cols, x, PROMPT_TOK, y); break;
+    case OP_SELECT:
+        /* h holds values in [-1, 1): the cut 1 - 2 k / rows passes about k. */
+        if (o->size > offsetof(hc_plugin_ops, select_rows) && o->select_rows)
+            st = o->select_rows(s, h, 1, ws->rows, 1.0f - 2.0f * (float)ws->k / (float)ws->rows,
+                                (hc_ref){NULL, 0}, (hc_ref){ws->sel, 0},
+                                (hc_ref){ws->sel, (uint64_t)ws->rows * 4});
+        break;
     case OP_MATVEC_ROWS:
         if (o->matvec_rows)
             st = o->matvec_rows(s, ws->t, w, ws->rows, ws->cols, x, 1, idx, ws->k, y);
@@ -425,61 +506,80 @@ static double time_op(const wset *ws, int op, int reps, double min_s)
  * row; k of them read k/rows of the weight (plugin.h). */
 static double estimate(const wset *ws, int op, int64_t k)
 {
-    static const int ids[N_OPS] = {HC_OP_MATMUL, HC_OP_MATVEC_ROWS, HC_OP_AXPY_ROWS};
-    double c = hc_diag_op_cost(ws->d, ids[op], ws->t, ws->rows, ws->cols, 1);
+    static const int ids[N_OPS] = {HC_OP_MATMUL, HC_OP_MATMUL, HC_OP_MATVEC_ROWS,
+                                   HC_OP_AXPY_ROWS, HC_OP_SELECT_ROWS};
+    double c = op == OP_SELECT
+                   ? hc_diag_op_cost(ws->d, ids[op], HC_TYPE_F32, ws->rows, 1, 1)
+                   : hc_diag_op_cost(ws->d, ids[op], ws->t, ws->rows, ws->cols,
+                                     op == OP_MATMUL64 ? PROMPT_TOK : 1);
     if (!(c >= 0))
         return -1;
-    return op == OP_MATMUL ? c : c * (double)k / (double)ws->rows;
+    return op == OP_MATVEC_ROWS || op == OP_AXPY_ROWS ? c * (double)k / (double)ws->rows : c;
 }
 
+/* flops > 0: also the arithmetic rate (matmul64, which the weights'
+ * bandwidth does not bound). */
 static void print_row(const char *op, hc_type t, double frac, int64_t k, uint64_t bytes,
-                      double sec, double est, double bw)
+                      double sec, double est, double bw, double flops)
 {
     double gbs = (double)bytes / sec / 1e9;
     char est_us[32] = "-";
     if (est >= 0)
         snprintf(est_us, sizeof est_us, "%.1f", est * 1e6);
-    printf("%-12s %-5s %6.1f%% %6lld %9.1f %9.1f %9s %8.2f %6.0f%%\n", op, hc_type_name(t),
+    printf("%-12s %-5s %6.1f%% %6lld %9.1f %9.1f %9s %8.2f %6.0f%%", op, hc_type_name(t),
            100.0 * frac, (long long)k, (double)bytes / 1024.0, sec * 1e6, est_us, gbs,
            100.0 * gbs * 1e9 / bw);
+    if (flops > 0)
+        printf("  %.1f GFLOP/s", flops / sec / 1e9);
+    printf("\n");
 }
 
-/* Every wanted op and fraction for one type. */
-static int bench_type(hc_diag *d, const ops_opts *o, hc_type t, double bw)
+/* Time op on ws and print its row; 0, or -1 on failure.  k: rows listed
+ * (every row for the dense ops); bytes: what one call reads. */
+static int bench_one(const wset *ws, const ops_opts *o, int op, int64_t k, uint64_t bytes,
+                     double bw)
+{
+    double s = time_op(ws, op, o->reps, o->min_s);
+    if (s == -2) {
+        printf("%-12s %-5s not supported by this device\n", op_names[op], hc_type_name(ws->t));
+        return 0;
+    }
+    if (s < 0)
+        return -1;
+    const double flops = op == OP_MATMUL64 ? 2.0 * PROMPT_TOK * (double)ws->rows * ws->cols : 0;
+    print_row(op_names[op], op == OP_SELECT ? HC_TYPE_F32 : ws->t, (double)k / (double)ws->rows,
+              k, bytes, s, estimate(ws, op, k), bw, flops);
+    return 0;
+}
+
+/* Every wanted op and fraction for one type and shape.  select_rows has no
+ * weight: it runs with the first type only. */
+static int bench_type(hc_diag *d, const ops_opts *o, const ops_shape *sh, hc_type t, int first,
+                      double bw)
 {
     wset ws;
     int rc = -1;
 
-    if (wset_init(&ws, d, t, o->rows, o->cols, (uint64_t)o->mib << 20))
+    if (wset_init(&ws, d, t, sh->rows, sh->cols, (uint64_t)o->mib << 20))
         return -1;
-    if (o->want[OP_MATMUL]) {
-        double s = time_op(&ws, OP_MATMUL, o->reps, o->min_s);
-        if (s < 0)
-            goto out;
-        print_row("matmul", t, 1.0, ws.rows, ws.row_bytes * (uint64_t)ws.rows, s,
-                  estimate(&ws, OP_MATMUL, ws.rows), bw);
-    }
+    const uint64_t mat = ws.row_bytes * (uint64_t)ws.rows;
+    if ((o->want[OP_MATMUL] && bench_one(&ws, o, OP_MATMUL, ws.rows, mat, bw)) ||
+        (o->want[OP_MATMUL64] && bench_one(&ws, o, OP_MATMUL64, ws.rows, mat, bw)))
+        goto out;
     for (int f = 0; f < o->n_fracs; f++) {
-        int64_t k = llround(o->fracs[f] * (double)o->rows);
-        k = k < 1 ? 1 : k > o->rows ? o->rows : k;
-        if (!o->want[OP_MATVEC_ROWS] && !o->want[OP_AXPY_ROWS])
+        int64_t k = llround(o->fracs[f] * (double)ws.rows);
+        k = k < 1 ? 1 : k > ws.rows ? ws.rows : k;
+        if (!o->want[OP_MATVEC_ROWS] && !o->want[OP_AXPY_ROWS] && !(first && o->want[OP_SELECT]))
             break;
         if (wset_lists(&ws, k))
             goto out;
-        for (int op = OP_MATVEC_ROWS; op <= OP_AXPY_ROWS; op++) {
-            if (!o->want[op])
-                continue;
-            double s = time_op(&ws, op, o->reps, o->min_s);
-            if (s == -2) {
-                printf("%-12s %-5s not supported by this device\n", op_names[op],
-                       hc_type_name(t));
-                continue;
-            }
-            if (s < 0)
+        for (int op = OP_MATVEC_ROWS; op <= OP_AXPY_ROWS; op++)
+            if (o->want[op] && bench_one(&ws, o, op, k, ws.row_bytes * (uint64_t)k, bw))
                 goto out;
-            print_row(op_names[op], t, (double)k / (double)o->rows, k,
-                      ws.row_bytes * (uint64_t)k, s, estimate(&ws, op, k), bw);
-        }
+        /* The scores read, the list and count written. */
+        if (first && o->want[OP_SELECT] &&
+            bench_one(&ws, o, OP_SELECT, k, (uint64_t)ws.rows * 4 + (uint64_t)k * 4 + 4, bw))
+            goto out;
     }
     rc = 0;
 out:
@@ -487,10 +587,31 @@ out:
     return rc;
 }
 
+/* Decode attention of shape sh over ctx positions: a row as the weight
+ * ops', rows% being the positions read (all). */
+static int bench_attention_row(hc_diag *d, const ops_opts *o, const ops_shape *sh, int ctx,
+                               double bw)
+{
+    const double s = hc_bench_attention(d, sh->n_head, sh->n_head_kv, sh->head_dim, ctx,
+                                        (uint64_t)o->mib << 20, o->reps, o->min_s);
+    if (s == -2) {
+        printf("%-12s %-5s not supported by this device\n", "attention", "f32");
+        return 0;
+    }
+    if (s < 0)
+        return -1;
+    const uint64_t bytes = 2ull * (uint64_t)ctx * sh->n_head_kv * sh->head_dim * 4;
+    const double est = hc_diag_op_cost(d, HC_OP_ATTENTION, HC_TYPE_F32, ctx,
+                                       (int64_t)sh->n_head_kv * sh->head_dim, 1);
+    print_row("attention", HC_TYPE_F32, 1.0, ctx, bytes, s, est >= 0 ? est : -1, bw, 0);
+    return 0;
+}
+
 /* The fixed cost of an op: tiny shapes whose data stay in L1, so what is
  * left is validation, dispatch and (when the op is split) waking the pool. */
-static int bench_dispatch(hc_diag *d, int reps)
+static int bench_dispatch(hc_diag *d, const ops_opts *o)
 {
+    const int reps = o->reps;
     static const struct {
         const char *what;
         int op;
@@ -500,6 +621,7 @@ static int bench_dispatch(hc_diag *d, int reps)
         {"matmul f32 64x512 (split over threads)", OP_MATMUL, HC_TYPE_F32, 64, 512, 64},
         {"matvec_rows q4_0 1 row of 2048", OP_MATVEC_ROWS, HC_TYPE_Q4_0, 64, 2048, 1},
         {"axpy_rows q4_0 1 row of 2048", OP_AXPY_ROWS, HC_TYPE_Q4_0, 64, 2048, 1},
+        {"select_rows 1 of 64 scores", OP_SELECT, HC_TYPE_F32, 64, 32, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wset ws;
@@ -507,9 +629,19 @@ static int bench_dispatch(hc_diag *d, int reps)
             return -1;
         double s = wset_lists(&ws, cases[i].k) ? -1 : time_op(&ws, cases[i].op, reps, 0.05);
         wset_free(&ws);
+        if (s == -2)
+            continue; /* the device has no such op */
         if (s < 0)
             return -1;
         printf("fixed cost   %-40s %7.2f us/op\n", cases[i].what, s * 1e6);
+    }
+    if (o->want_attention) {
+        const double s = hc_bench_attention(d, 1, 1, 64, 1, 1, reps, 0.05);
+        if (s == -1)
+            return -1;
+        if (s >= 0)
+            printf("fixed cost   %-40s %7.2f us/op\n", "attention 1 head of 64, 1 position",
+                   s * 1e6);
     }
     return 0;
 }
@@ -821,7 +953,7 @@ int hc_bench_ops_wanted(int argc, char **argv)
 int hc_bench_ops(int argc, char **argv)
 {
     enum { O_OPS = 256, O_TYPE, O_ROWS, O_COLS, O_FRAC, O_OP, O_MIB, O_MINT, O_DEV, O_DECODE,
-           O_SHAPE /* + index into ops_opts.shape */ };
+           O_SHAPES, O_CTX, O_SHAPE /* + index into ops_opts.shape */ };
     static const struct option longopts[] = {
         {"ops", no_argument, 0, O_OPS},          {"threads", required_argument, 0, 't'},
         {"type", required_argument, 0, O_TYPE},  {"rows", required_argument, 0, O_ROWS},
@@ -834,10 +966,11 @@ int hc_bench_ops(int argc, char **argv)
         {"n-head", required_argument, 0, O_SHAPE + 3},
         {"n-head-kv", required_argument, 0, O_SHAPE + 4},
         {"n-vocab", required_argument, 0, O_SHAPE + 5}, {"rank", required_argument, 0, O_SHAPE + 6},
+        {"shape", required_argument, 0, O_SHAPES}, {"ctx", required_argument, 0, O_CTX},
         {0, 0, 0, 0},
     };
     ops_opts o = {.device = "cpu", .rows = 5632, .cols = 2048, .mib = 512, .reps = 3,
-                  .min_s = 0.1, .shape = {2048, 5632, 22, 32, 4, 32000, 256}};
+                  .min_s = 0.1, .ctx = 1024, .shape = {2048, 5632, 22, 32, 4, 32000, 256}};
     hc_engine *e = NULL;
     hc_diag *dev = NULL;
     int rc = 1, c, ok, v;
@@ -852,6 +985,8 @@ int hc_bench_ops(int argc, char **argv)
         case O_TYPE: ok = parse_list(optarg, add_type, &o); break;
         case O_FRAC: ok = parse_list(optarg, add_frac, &o); break;
         case O_OP: ok = parse_list(optarg, add_op, &o); break;
+        case O_SHAPES: ok = parse_list(optarg, add_shape, &o); break;
+        case O_CTX: ok = hc_tool_parse_int(optarg, 1, 1 << 24, &o.ctx); break;
         case O_ROWS:
             ok = hc_tool_parse_int(optarg, 1, 1 << 24, &v);
             o.rows = v;
@@ -903,12 +1038,24 @@ int hc_bench_ops(int argc, char **argv)
     if (o.n_fracs == 0 && o.decode)
         o.fracs[o.n_fracs++] = 0.1;
     if (o.n_fracs == 0) {
-        static const double def[] = {1.0, 0.5, 0.1, 0.05};
+        static const double def[] = {1.0, 0.5, 0.1, 0.03};
         memcpy(o.fracs, def, sizeof def);
         o.n_fracs = 4;
     }
-    if (!o.want[OP_MATMUL] && !o.want[OP_MATVEC_ROWS] && !o.want[OP_AXPY_ROWS])
-        o.want[OP_MATMUL] = o.want[OP_MATVEC_ROWS] = o.want[OP_AXPY_ROWS] = 1;
+    int any = o.want_attention;
+    for (int i = 0; i < N_OPS; i++)
+        any |= o.want[i];
+    if (!any) {
+        for (int i = 0; i < N_OPS; i++)
+            o.want[i] = 1;
+        o.want_attention = 1;
+    }
+    if (o.n_shapes == 0) {
+        const int heads = o.cols % 128 == 0 ? (int)(o.cols / 128) : 1;
+        o.shapes[o.n_shapes++] =
+            (ops_shape){"--rows x --cols", o.rows, o.cols, heads, heads,
+                        heads == 1 ? (int)o.cols : 128};
+    }
 
     hc_engine_params ep = hc_engine_default_params();
     ep.n_threads = o.n_threads ? o.threads[0] : 0;
@@ -949,14 +1096,19 @@ int hc_bench_ops(int argc, char **argv)
             printf("\n");
             continue;
         }
-        printf("shape        %lld x %lld, working set >= %d MiB, best of %d\n",
-               (long long)o.rows, (long long)o.cols, o.mib, o.reps);
-        printf("%-12s %-5s %7s %6s %9s %9s %9s %8s %7s\n", "op", "type", "rows%", "rows",
-               "KiB/op", "us/op", "est us", "GB/s", "%bw");
-        for (int i = 0; i < o.n_types; i++)
-            if (bench_type(dev, &o, o.types[i], bw))
+        for (int si = 0; si < o.n_shapes; si++) {
+            const ops_shape *sh = &o.shapes[si];
+            printf("shape        %s: %lld x %lld, working set >= %d MiB, best of %d\n", sh->name,
+                   (long long)sh->rows, (long long)sh->cols, o.mib, o.reps);
+            printf("%-12s %-5s %7s %6s %9s %9s %9s %8s %7s\n", "op", "type", "rows%", "rows",
+                   "KiB/op", "us/op", "est us", "GB/s", "%bw");
+            for (int i = 0; i < o.n_types; i++)
+                if (bench_type(dev, &o, sh, o.types[i], i == 0, bw))
+                    goto out;
+            if (o.want_attention && bench_attention_row(dev, &o, sh, o.ctx, bw))
                 goto out;
-        if (bench_dispatch(dev, o.reps))
+        }
+        if (bench_dispatch(dev, &o))
             goto out;
         printf("\n");
     }
