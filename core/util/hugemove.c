@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -80,6 +81,12 @@ static void *mover(void *arg)
 {
     hc_huge_move *mv = arg;
     int e = 0;
+#ifdef SCHED_IDLE
+    /* Only on a core nothing else wants: the model's own threads (a
+     * prompt, a token) go first, and the move fills the gaps. */
+    const struct sched_param idle = {0};
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+#endif
     for (uint64_t off = 0; off < mv->span && !e; off += PIECE) {
         if (atomic_load(&mv->stop)) {
             e = ECANCELED;
