@@ -1,11 +1,17 @@
 /*
  * The one place the kernels name a GPU vendor: the kernel sources
  * (kernels_*.cu) are written once over this header and compiled by nvcc
- * for CUDA and by hipcc for AMD.
+ * for CUDA and by hipcc for AMD (plugins/rocm).  tests/gpu_sources.sh
+ * fails when a kernel file names a vendor's intrinsic or runtime itself,
+ * or assumes a warp of 32 lanes.  The host C files' twin is gpu_runtime.h.
  *
  *  - HC_WARP: lanes of a warp (CUDA: 32) or wavefront (AMD: 64 on GCN and
- *    CDNA, 32 on RDNA in wave32 mode).  A compile-time parameter
- *    (-DHC_WARP=...); no kernel assumes 32.
+ *    CDNA, 32 on RDNA), from the target being compiled.  hipcc compiles
+ *    every --offload-arch in one invocation, so it cannot be one -D: on
+ *    HIP it is the device pass's __AMDGCN_WAVEFRONT_SIZE, and in the host
+ *    pass a __device__-only constant, so host code that used it (a launch
+ *    shape, a shared-memory size) would not compile.  Launch shapes are
+ *    whole-block constants that every width divides.
  *  - hc_shfl_xor: a butterfly shuffle over the whole HC_WARP-wide group,
  *    with its width and its lane mask spelled out (CUDA's _sync forms want
  *    the mask; HIP's take no mask and always use every lane).
@@ -20,11 +26,23 @@
 
 #include <stdint.h>
 
+#ifdef HC_WARP
+#error "HC_WARP comes from the target (gpu_vendor.h), not from the command line"
+#endif
+
 #if defined(__HIPCC__)
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
-#ifndef HC_WARP
-#define HC_WARP 64
+#if defined(__HIP_DEVICE_COMPILE__)
+#define HC_WARP __AMDGCN_WAVEFRONT_SIZE
+#else
+/* The host pass parses the kernels (so HC_WARP needs a value there) but
+ * never runs them; a host function reading this fails to compile. */
+static __device__ constexpr int hc_warp_is_device_only(void)
+{
+    return 64;
+}
+#define HC_WARP hc_warp_is_device_only()
 #endif
 typedef hipStream_t hc_gpu_stream;
 typedef hipError_t hc_gpu_error;
@@ -32,10 +50,7 @@ typedef hipError_t hc_gpu_error;
 #else
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
-#ifndef HC_WARP
 #define HC_WARP 32
-#endif
-static_assert(HC_WARP == 32, "a CUDA warp is 32 lanes");
 typedef cudaStream_t hc_gpu_stream;
 typedef cudaError_t hc_gpu_error;
 #define hc_gpu_last_error() cudaGetLastError()
@@ -43,41 +58,43 @@ typedef cudaError_t hc_gpu_error;
 
 static_assert(HC_WARP == 32 || HC_WARP == 64, "HC_WARP is a warp (32) or a wavefront (64)");
 
-/* Every lane of an HC_WARP-wide group. */
-#if HC_WARP == 64
-#define HC_LANES_ALL 0xffffffffffffffffull
-#else
-#define HC_LANES_ALL 0xffffffffu
-#endif
+#if defined(__HIPCC__)
 
 static __device__ __forceinline__ float hc_shfl_xor(float v, int lane_mask)
 {
-#if defined(__HIPCC__)
     return __shfl_xor(v, lane_mask, HC_WARP);
-#else
-    return __shfl_xor_sync(HC_LANES_ALL, v, lane_mask, HC_WARP);
-#endif
 }
 
 /* Bit i set when lane i's pred is true; every lane of the group must call it. */
 static __device__ __forceinline__ uint64_t hc_ballot(bool pred)
 {
-#if defined(__HIPCC__)
     return (uint64_t)__ballot(pred ? 1 : 0);
-#else
-    return (uint64_t)__ballot_sync(HC_LANES_ALL, pred ? 1 : 0);
-#endif
 }
 
 /* v of lane (this lane - delta); lanes below delta get their own v. */
 static __device__ __forceinline__ int32_t hc_shfl_up_int(int32_t v, unsigned delta)
 {
-#if defined(__HIPCC__)
     return __shfl_up(v, delta, HC_WARP);
-#else
-    return __shfl_up_sync(HC_LANES_ALL, v, delta, HC_WARP);
-#endif
 }
+
+#else /* CUDA */
+
+static __device__ __forceinline__ float hc_shfl_xor(float v, int lane_mask)
+{
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask, HC_WARP);
+}
+
+static __device__ __forceinline__ uint64_t hc_ballot(bool pred)
+{
+    return (uint64_t)__ballot_sync(0xffffffffu, pred ? 1 : 0);
+}
+
+static __device__ __forceinline__ int32_t hc_shfl_up_int(int32_t v, unsigned delta)
+{
+    return __shfl_up_sync(0xffffffffu, v, delta, HC_WARP);
+}
+
+#endif
 
 static __device__ __forceinline__ float hc_half_bits_to_float(uint16_t bits)
 {
