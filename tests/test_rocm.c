@@ -13,7 +13,9 @@
 #include <check.h>
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_util.h"
 #include "hotcold/plugin.h"
@@ -171,6 +173,47 @@ START_TEST(dlclose_keeps_it_mapped)
 }
 END_TEST
 
+/* Library code never prints: init (the HIP runtime's first call) and the
+ * zero-device answers write nothing to stdout or stderr. */
+START_TEST(init_prints_nothing)
+{
+    hc_plugin *pl = load_rocm();
+    char path[] = "/tmp/hc_test_rocm_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    fflush(stdout);
+    fflush(stderr);
+    int out = dup(1), err = dup(2);
+    ck_assert(out >= 0 && err >= 0);
+    ck_assert_int_ge(dup2(fd, 1), 0);
+    ck_assert_int_ge(dup2(fd, 2), 0);
+    hc_plugin_host host = {.size = sizeof host, .abi_major = HC_PLUGIN_ABI_MAJOR,
+                           .abi_minor = HC_PLUGIN_ABI_MINOR};
+    hc_plugin_ctx *ctx = NULL;
+    hc_status st = pl->ops->init(&host, &ctx);
+    hc_device *dev = NULL;
+    if (st == HC_OK) {
+        (void)pl->ops->device_count(ctx);
+        (void)pl->ops->no_device_reason(ctx);
+        if (pl->ops->device_open(ctx, 0, &dev) == HC_OK)
+            pl->ops->device_close(dev);
+        pl->ops->shutdown(ctx);
+    }
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out);
+    close(err);
+    off_t printed = lseek(fd, 0, SEEK_END);
+    close(fd);
+    unlink(path);
+    ck_assert_int_eq(st, HC_OK);
+    ck_assert_msg(printed == 0, "the plugin printed %lld bytes", (long long)printed);
+    hc_registry_free(&reg);
+}
+END_TEST
+
 START_TEST(devices_command_says_why)
 {
     char want[320];
@@ -203,6 +246,7 @@ static Suite *rocm_suite(void)
     tcase_add_test(tc, bad_init_arguments_are_refused);
     tcase_add_test(tc, only_the_entry_is_exported);
     tcase_add_test(tc, dlclose_keeps_it_mapped);
+    tcase_add_test(tc, init_prints_nothing);
     tcase_add_test(tc, devices_command_says_why);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
