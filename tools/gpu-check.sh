@@ -2,7 +2,8 @@
 # The GPU machine's check, as one script that ends in under 8 minutes:
 # conformance of the CUDA plugin (and a subset under compute-sanitizer),
 # golden ids all on the GPU, hybrid runs equal to all-CPU at three budgets,
-# the out-of-memory path, and the bench figures.  Everything it prints goes
+# the out-of-memory path, the bench figures, and the conformance suite once
+# more on the wave64 emulation build.  Everything it prints goes
 # to one folder; summary.txt has a line per step (status, seconds).
 #
 #   tools/gpu-check.sh [KIT]     KIT: what tools/gpu-prepare.sh made (gpu-kit)
@@ -140,6 +141,16 @@ if [ "$(left)" -gt 150 ]; then
         -o "$models/7b.gguf" --force -q
     [ -s "$models/7b.gguf" ] &&
         step bench_7b 120 "$hc" bench -m "$models/7b.gguf" --device cuda -p 0 -n 32 -r 1
+fi
+
+# The kernels with 64-lane wavefronts, two warps each (HC_CUDA_EMULATE_WAVE64):
+# the ROCm plugin's wave64 paths (gfx90a, gfx906), which no AMD GPU here runs.
+# Last, while time remains: the emulation is slow and the figures above come first.
+if [ -f "$kit/wave64/libhc-cuda.so" ] && [ "$(left)" -gt 60 ]; then
+    step conformance_wave64 200 env HOTCOLD_CONF_REQUIRE_LAYER=1 "$kit/bin/test_conformance" \
+        "$kit/wave64/libhc-cuda.so"
+else
+    echo "skipped  conformance_wave64 (no KIT/wave64 or no time left)" | tee -a "$out/summary.txt"
 fi
 
 echo "total $(($(date +%s) - start)) s; output in $out" | tee -a "$out/summary.txt"

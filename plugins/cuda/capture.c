@@ -24,7 +24,7 @@ struct hc_graph {
 
 static int graphs_off(void)
 {
-    const char *e = getenv("HOTCOLD_CUDA_GRAPHS");
+    const char *e = getenv("HOTCOLD_" HC_GPU_ENV "_GRAPHS");
     return e && strcmp(e, "0") == 0;
 }
 
@@ -36,7 +36,7 @@ hc_status hc_cu_capture_begin(hc_stream *s)
         return st;
     if (graphs_off())
         return hc_cu_fail(dev->ctx, HC_E_UNSUPPORTED,
-                          "capture_begin: HOTCOLD_CUDA_GRAPHS=0 turns graphs off");
+                          "capture_begin: HOTCOLD_" HC_GPU_ENV "_GRAPHS=0 turns graphs off");
     if (s->capturing)
         return hc_cu_fail(dev->ctx, HC_E_INVALID, "capture_begin: the stream captures already");
     cudaError_t e = cudaStreamBeginCapture(s->s, cudaStreamCaptureModeRelaxed);

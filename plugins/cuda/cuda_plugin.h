@@ -12,6 +12,7 @@
  * Environment:
  *   HOTCOLD_CUDA_MEMORY_LIMIT  bytes of device buffers allowed per device:
  *                              simulates a small GPU (memory.c)
+ *   (HOTCOLD_ROCM_... in the HIP build: gpu_runtime.h's HC_GPU_ENV)
  */
 #ifndef HC_CUDA_PLUGIN_H
 #define HC_CUDA_PLUGIN_H
@@ -89,11 +90,11 @@ int64_t hc_cu_attention_part_floats(int64_t head_dim);
 }
 #endif
 
-#ifndef __CUDACC__
+#if !defined(__CUDACC__) && !defined(__HIPCC__) /* not in nvcc or hipcc: the kernels */
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include <cuda_runtime_api.h>
+#include "gpu_runtime.h" /* the CUDA runtime API, or HIP's under its names */
 
 #include "hotcold/plugin_kit.h"
 
@@ -261,6 +262,6 @@ void hc_cu_host_free(hc_device *dev, void *ptr);
 
 /* ---- op_cost.c ----------------------------------------------------------- */
 double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);
-#endif /* !__CUDACC__ */
+#endif /* neither nvcc nor hipcc */
 
 #endif /* HC_CUDA_PLUGIN_H */

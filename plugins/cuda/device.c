@@ -36,13 +36,13 @@ hc_status hc_cu_devices_probe(hc_plugin_ctx *ctx)
     if (e != cudaSuccess || n <= 0) {
         if (e != cudaSuccess)
             snprintf(ctx->no_devices, sizeof ctx->no_devices,
-                     "cudaGetDeviceCount failed: %s (%s, %d)", cudaGetErrorString(e),
+                     HC_GPU_RT "GetDeviceCount failed: %s (%s, %d)", cudaGetErrorString(e),
                      cudaGetErrorName(e), (int)e);
         else
             snprintf(ctx->no_devices, sizeof ctx->no_devices,
-                     "cudaGetDeviceCount found no CUDA device");
+                     HC_GPU_RT "GetDeviceCount found no device");
         (void)cudaGetLastError(); /* not sticky: clear it for later calls */
-        hc_cu_log(ctx, HC_LOG_INFO, "cuda: no devices: %s", ctx->no_devices);
+        hc_cu_log(ctx, HC_LOG_INFO, HC_GPU_FAMILY ": no devices: %s", ctx->no_devices);
         ctx->n_devs = 0;
         return HC_OK;
     }

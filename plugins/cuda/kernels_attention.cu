@@ -66,6 +66,7 @@ __global__ void __launch_bounds__(ATT_THREADS) attention_part_kernel(att_args a)
     __shared__ float sc[ATT_CHUNK];
     __shared__ float red[ATT_THREADS];
     __shared__ float wpart[ATT_WARPS];
+    hc_wave_setup();
     const int64_t h = blockIdx.x, s = blockIdx.y, tl = blockIdx.z, t = a.t0 + tl;
     const int tid = threadIdx.x, warp = tid / HC_WARP, lane = tid % HC_WARP;
     const int64_t hd = a.head_dim;

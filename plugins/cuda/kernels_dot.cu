@@ -124,6 +124,7 @@ __global__ void __launch_bounds__(DOT_THREADS)
     dot_rows_kernel(const dot_launch L, int64_t cols, const float *x, int64_t n)
 {
     __shared__ float part[DOT_TOK][DOT_WARPS];
+    hc_wave_setup();
     /* This block's job: the last one starting at or before it. */
     int j = 0;
     while (j + 1 < L.n_jobs && (int64_t)blockIdx.x >= L.first[j + 1])

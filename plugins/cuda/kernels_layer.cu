@@ -35,6 +35,7 @@ __global__ void __launch_bounds__(LAYER_THREADS)
     rmsnorm_kernel(const float *x, const float *w, float *y, int64_t n, int64_t dim, float eps)
 {
     __shared__ float part[LAYER_THREADS / HC_WARP];
+    hc_wave_setup();
     for (int64_t t = blockIdx.x; t < n; t += gridDim.x) {
         const float *xt = x + t * dim;
         float *yt = y + t * dim;

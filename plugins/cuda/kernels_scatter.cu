@@ -32,7 +32,8 @@ extern "C" int hc_cu_launch_scatter_rows(void *stream, const void *src, void *ds
     const int64_t bx = (words + SCATTER_THREADS - 1) / SCATTER_THREADS;
     const int64_t by = n < SCATTER_MAX_GRID_Y ? n : SCATTER_MAX_GRID_Y;
     scatter_rows_kernel<<<dim3((unsigned)bx, (unsigned)by), SCATTER_THREADS, 0,
-                          (cudaStream_t)stream>>>((const uint32_t *)src, (uint32_t *)dst, words,
-                                                  n, pos, dst_rows);
-    return (int)cudaGetLastError();
+                          static_cast<hc_gpu_stream>(stream)>>>((const uint32_t *)src,
+                                                                (uint32_t *)dst, words, n, pos,
+                                                                dst_rows);
+    return hc_gpu_last_error();
 }

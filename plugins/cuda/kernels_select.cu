@@ -37,6 +37,7 @@ __global__ void __launch_bounds__(SEL_THREADS)
     /* Cell (k, w) at k * SEL_WARPS + w: its count, then its prefix sum. */
     __shared__ int32_t cell[SEL_THREADS];
     __shared__ int32_t warp_total[SEL_WARPS];
+    hc_wave_setup();
     const int tid = threadIdx.x, warp = tid / HC_WARP, lane = tid % HC_WARP;
     const uint64_t lower = ((uint64_t)1 << lane) - 1; /* the lanes below this one */
     int64_t done = 0;                                 /* rows listed by earlier spans */

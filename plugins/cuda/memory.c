@@ -21,7 +21,7 @@ typedef unsigned long long ull;
 
 uint64_t hc_cu_memory_limit(hc_plugin_ctx *ctx)
 {
-    static const char var[] = "HOTCOLD_CUDA_MEMORY_LIMIT";
+    static const char var[] = "HOTCOLD_" HC_GPU_ENV "_MEMORY_LIMIT";
     uint64_t limit;
     if (hc_kit_env_bytes(var, &limit) < 0)
         hc_cu_log(ctx, HC_LOG_WARN, "cuda: %s=%s is not a number of bytes (ignored)", var,
@@ -60,7 +60,7 @@ hc_status hc_cu_buffer_alloc(hc_device *dev, uint64_t size, hc_buffer **out)
     if (!limit_reserve(dev->info, real))
         return hc_cu_fail(dev->ctx, HC_E_NOMEM,
                           "buffer_alloc: cannot allocate %llu bytes of device memory "
-                          "(HOTCOLD_CUDA_MEMORY_LIMIT=%llu, %llu in use)",
+                          "(HOTCOLD_" HC_GPU_ENV "_MEMORY_LIMIT=%llu, %llu in use)",
                           (ull)size, (ull)dev->info->mem_limit,
                           (ull)atomic_load(&dev->info->limited));
     b = calloc(1, sizeof *b);
