@@ -51,9 +51,10 @@ tools/fuzz.sh all 30
 echo "== sanitizers: unit, conformance, hybrid and CLI suites under ASan+UBSan =="
 # The Release build above compiled the GPU kernels for every target with
 # -Werror; this tree exists to run host code under the sanitizers, so one
-# CUDA target is enough (the plugin's host code is the same for all).
+# CUDA and one AMD target are enough (the plugins' host code is the same
+# for all).
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHC_WERROR=ON -DHC_SANITIZE=address,undefined \
-  -DHC_CUDA_ARCHS=90
+  -DHC_CUDA_ARCHS=90 -DHC_ROCM_TARGETS=gfx90a
 cmake --build build-asan -j"$jobs"
 # No leak suppressions: Mesa's lavapipe keeps 128 bytes from a pthread_once,
 # which LeakSanitizer reported (unsymbolized) once the Vulkan loader had
