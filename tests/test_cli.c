@@ -219,6 +219,64 @@ START_TEST(split_flag)
 }
 END_TEST
 
+/* Issue 14 item 4: a run on both devices reports, after its devices line,
+ * how long each device worked and the wall time per token; a run on the
+ * CPU alone has neither line, and the bench prints the same three figures
+ * for a hybrid mode.  6 MiB of relu2M.powerinfer's 11 for the GPU: some
+ * hot neurons there, the rest on the CPU. */
+START_TEST(overlap_line)
+{
+    char args[2048], m[1024];
+    cli_result r;
+    /* A link in the test's folder: the bench saves its neuron split
+     * (.generated.gpuidx) beside the model, not in models/. */
+    snprintf(m, sizeof m, "%s/overlap.powerinfer.gguf", hc_test_tmpdir());
+    unlink(m);
+    ck_assert_int_eq(symlink(model("relu2M.powerinfer.gguf"), m), 0);
+    snprintf(args, sizeof args, "run -m '%s' -n 4 --temp 0 -p Once --disable-gpu-index", m);
+    cli(&r, args);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(!strstr(r.err, "\ndevices: ") && !strstr(r.err, "\noverlap: "),
+                  "CPU only: stderr: %s", r.err);
+    cli_free(&r);
+    cli(&r, "devices");
+    const int vulkan = r.status == 0 && strstr(r.out, "vulkan:0 ") != NULL;
+    cli_free(&r);
+    if (!vulkan) {
+        printf("overlap_line: skipped: no vulkan device\n");
+        return;
+    }
+    snprintf(args, sizeof args,
+             "run -m '%s' -n 4 --temp 0 -p Once --disable-gpu-index --device vulkan "
+             "--vram-budget 0.006",
+             m);
+    cli(&r, args);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *dev = strstr(r.err, "\ndevices: FFN rows computed ");
+    ck_assert_msg(dev != NULL, "no devices line: %s", r.err);
+    const char *ov = strchr(dev + 1, '\n');
+    double g = -1, c = -1, w = -1, both = -1;
+    ck_assert_msg(ov && sscanf(ov, "\noverlap: GPU busy %lf ms, CPU busy %lf ms, wall %lf ms per "
+                                   "token (%lf ms overlapped)",
+                               &g, &c, &w, &both) == 4,
+                  "no overlap line after the devices line: %s", dev);
+    ck_assert_msg(g > 0 && c > 0 && w > 0 && both >= 0, "figures: %s", ov);
+    cli_free(&r);
+    snprintf(args, sizeof args,
+             "bench -m '%s' --sparse predictor -p 0 -n 2 -r 1 --device vulkan "
+             "--vram-budget 0.006",
+             m);
+    cli(&r, args);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    const char *b = strstr(r.out, "\noverlap    predictor: GPU busy ");
+    ck_assert_msg(b && sscanf(b, "\noverlap    predictor: GPU busy %lf ms, CPU busy %lf ms, wall "
+                              "%lf ms per token",
+                              &g, &c, &w) == 3 && g > 0 && c > 0 && w > 0,
+                  "stdout: %s", r.out);
+    cli_free(&r);
+}
+END_TEST
+
 /* Copy stories260K with one metadata key or one tensor's type changed.
  * The copy is written by our GGUF writer from the reader's view. */
 static const char *doctored_copy(const char *name, const char *arch, const char *tensor,
@@ -568,6 +626,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tc, bad_option_value);
     tcase_add_test(tc, help_lists_the_flags);
     tcase_add_test(tc, split_flag);
+    tcase_add_test(tc, overlap_line);
     tcase_add_test(tc, unknown_architecture);
     tcase_add_test(tc, unknown_tensor_type);
     tcase_add_test(tc, bench_ops_q6_k);

@@ -2977,6 +2977,242 @@ out:
     dbuf_free(&a);
 }
 
+/* ---- events (ABI 1.4) ---------------------------------------------------------- */
+
+/* The first four entries: all or none (plugin.h).  0: go on; -1: failed. */
+static int event_entries_ok(conf_dev *d)
+{
+    if (!HC_OPS_HAS(d->ops, event_create) || !HC_OPS_HAS(d->ops, event_destroy) ||
+        !HC_OPS_HAS(d->ops, event_record) || !HC_OPS_HAS(d->ops, event_sync)) {
+        conf_fail(d, "event_create, event_destroy, event_record, event_sync: some but not all "
+                     "provided (plugin.h: all four or none)");
+        return -1;
+    }
+    return 0;
+}
+
+#define EV_ROWS 48
+#define EV_COLS 64
+
+/* a recorded, x uploaded and y = W x queued, y downloaded into host memory,
+ * b recorded; then event_sync(b) alone (no stream_sync) must leave the
+ * download's bytes in place, and they must be the product.  Returns 0 with
+ * a and b recorded and b synced, -1 (recorded) otherwise. */
+static int event_matmul(conf_dev *d, hc_event *a, hc_event *b, uint64_t seed, const char *what)
+{
+    dbuf w = {0}, x = {0}, y = {0};
+    float hx[EV_COLS], hy[EV_ROWS], want[EV_ROWS];
+    double wantd[EV_ROWS];
+    uint64_t wbytes;
+    int rc = -1;
+    void *wq = make_weights(HC_TYPE_F32, EV_ROWS, EV_COLS, seed, &wbytes);
+    conf_rng r = rng_seed(seed + 1);
+    fill_uniform(&r, hx, EV_COLS, 1.0f);
+    fill_nan(hy, EV_ROWS);
+    if (dbuf_new(d, &w, wbytes, wq) != 0 || dbuf_new(d, &x, sizeof hx, NULL) != 0 ||
+        dbuf_new(d, &y, sizeof hy, NULL) != 0)
+        goto out;
+    CONF_CALL(d, d->ops->event_record(d->st, a));
+    CONF_CALL(d, d->ops->upload(d->st, dref(&x), hx, sizeof hx));
+    CONF_CALL(d, d->ops->matmul(d->st, HC_TYPE_F32, dref(&w), EV_ROWS, EV_COLS, dref(&x), 1,
+                                dref(&y)));
+    CONF_CALL(d, d->ops->download(d->st, hy, dref(&y), sizeof hy));
+    CONF_CALL(d, d->ops->event_record(d->st, b));
+    CONF_CALL(d, d->ops->event_sync(b));
+    hc_scalar_matmul(HC_TYPE_F32, wq, EV_ROWS, EV_COLS, hx, 1, want);
+    for (int i = 0; i < EV_ROWS; i++)
+        wantd[i] = want[i];
+    report(d, "event", worst_slot(HC_TYPE_F32), what, compare(hy, wantd, EV_ROWS),
+           bound_for_type(HC_TYPE_F32));
+    rc = 0;
+out:
+    dbuf_free(&w);
+    dbuf_free(&x);
+    dbuf_free(&y);
+    free(wq);
+    return rc;
+}
+
+/* Events made, recorded around a matmul, synced and destroyed; NULL out
+ * and NULL device refused. */
+static void conf_event_create(conf_dev *d)
+{
+    hc_event *a = NULL, *b = NULL;
+    if (event_entries_ok(d) != 0)
+        goto out;
+    expect_refused(d, d->ops->event_create(d->dev, NULL), "event_create(out NULL)");
+    expect_refused(d, d->ops->event_create(NULL, &a), "event_create(dev NULL)");
+    CONF_CALL(d, d->ops->event_create(d->dev, &a));
+    CONF_CALL(d, d->ops->event_create(d->dev, &b));
+    if (!a || !b || a == b) {
+        conf_fail(d, "event_create returned HC_OK and %s", !a || !b ? "NULL" : "one event twice");
+        goto out;
+    }
+    if (event_matmul(d, a, b, 5100, "F32 48x64 between two events, synced by the second") == 0)
+        printf("conf %-28s event_create: two events, NULL arguments refused: ok\n", d->name);
+out:
+    if (a && HC_OPS_HAS(d->ops, event_destroy))
+        d->ops->event_destroy(a);
+    if (b && HC_OPS_HAS(d->ops, event_destroy))
+        d->ops->event_destroy(b);
+}
+
+/* Destroyed never recorded, after a sync, and NULL (a no-op). */
+static void conf_event_destroy(conf_dev *d)
+{
+    hc_event *a = NULL, *b = NULL;
+    if (event_entries_ok(d) != 0)
+        return;
+    d->ops->event_destroy(NULL);
+    CONF_CALL(d, d->ops->event_create(d->dev, &a));
+    d->ops->event_destroy(a); /* never recorded */
+    a = NULL;
+    CONF_CALL(d, d->ops->event_create(d->dev, &a));
+    CONF_CALL(d, d->ops->event_create(d->dev, &b));
+    if (event_matmul(d, a, b, 5200, "F32 48x64, events destroyed after") != 0)
+        goto out;
+    printf("conf %-28s event_destroy: unrecorded, synced, NULL: ok\n", d->name);
+out:
+    if (a)
+        d->ops->event_destroy(a);
+    if (b)
+        d->ops->event_destroy(b);
+}
+
+/* Recorded twice (the mark moves), refused for NULL, for an event of
+ * another device (a second handle of this one), and, while the stream
+ * captures, refused with HC_E_UNSUPPORTED or captured (then the launch
+ * records it). */
+static void conf_event_record(conf_dev *d)
+{
+    hc_event *a = NULL, *b = NULL, *other = NULL;
+    hc_device *dev2 = NULL;
+    hc_graph *g = NULL;
+    if (event_entries_ok(d) != 0)
+        return;
+    CONF_CALL(d, d->ops->event_create(d->dev, &a));
+    CONF_CALL(d, d->ops->event_create(d->dev, &b));
+    expect_refused(d, d->ops->event_record(NULL, a), "event_record(stream NULL)");
+    expect_refused(d, d->ops->event_record(d->st, NULL), "event_record(event NULL)");
+    if (event_matmul(d, a, b, 5300, "F32 48x64, first recording") != 0 ||
+        event_matmul(d, a, b, 5301, "F32 48x64, both recorded again") != 0)
+        goto out;
+    CONF_CALL(d, d->ops->device_open(d->plugin->ctx, d->index, &dev2));
+    CONF_CALL(d, d->ops->event_create(dev2, &other));
+    expect_refused(d, d->ops->event_record(d->st, other),
+                   "event_record(an event of another device handle)");
+    if (HC_OPS_HAS(d->ops, capture_begin) && capture_entries_ok(d) == 0 &&
+        capture_start(d, "event_record while capturing") > 0) {
+        hc_status s = d->ops->event_record(d->st, a);
+        CONF_CALL(d, d->ops->capture_end(d->st, &g));
+        if (s == HC_OK && g) {
+            CONF_CALL(d, d->ops->graph_launch(d->st, g));
+            CONF_CALL(d, d->ops->event_sync(a));
+        } else if (s != HC_E_UNSUPPORTED) {
+            conf_fail(d, "event_record while capturing returned %d (%s): HC_OK (captured) or "
+                         "HC_E_UNSUPPORTED expected",
+                      (int)s, plugin_error(d));
+        }
+        printf("conf %-28s event_record while capturing: %s\n", d->name,
+               s == HC_OK ? "captured, launched, synced" : "refused");
+    }
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    printf("conf %-28s event_record: recorded twice, bad arguments refused: ok\n", d->name);
+out:
+    if (g)
+        d->ops->graph_free(g);
+    if (other)
+        d->ops->event_destroy(other);
+    if (dev2)
+        d->ops->device_close(dev2);
+    if (a)
+        d->ops->event_destroy(a);
+    if (b)
+        d->ops->event_destroy(b);
+}
+
+/* A sync of an event never recorded, or NULL, is refused; one recorded on
+ * an idle stream returns at once; the download before it is in place
+ * (event_matmul). */
+static void conf_event_sync(conf_dev *d)
+{
+    hc_event *a = NULL, *b = NULL;
+    if (event_entries_ok(d) != 0)
+        return;
+    CONF_CALL(d, d->ops->event_create(d->dev, &a));
+    CONF_CALL(d, d->ops->event_create(d->dev, &b));
+    expect_refused(d, d->ops->event_sync(NULL), "event_sync(NULL)");
+    expect_refused(d, d->ops->event_sync(a), "event_sync(an event never recorded)");
+    CONF_CALL(d, d->ops->stream_sync(d->st));
+    CONF_CALL(d, d->ops->event_record(d->st, a));
+    CONF_CALL(d, d->ops->event_sync(a));
+    CONF_CALL(d, d->ops->event_sync(a)); /* again: reached already */
+    if (event_matmul(d, a, b, 5400, "F32 48x64, download valid after event_sync") != 0)
+        goto out;
+    CONF_CALL(d, d->ops->event_sync(a)); /* before b: reached already */
+    printf("conf %-28s event_sync: idle, twice, after a download, bad arguments refused: ok\n",
+           d->name);
+out:
+    if (a)
+        d->ops->event_destroy(a);
+    if (b)
+        d->ops->event_destroy(b);
+}
+
+/* a, matmul, b, matmul, c: every interval >= 0 and finite, a to c the sum
+ * of the two (to 0.01 ms: the clocks' ticks), a to a 0; NULL out, events
+ * of two devices and an unrecorded event refused.  HC_E_UNSUPPORTED (a
+ * device without a clock) skips. */
+static void conf_event_elapsed(conf_dev *d)
+{
+    hc_event *a = NULL, *b = NULL, *c = NULL, *fresh = NULL, *other = NULL;
+    hc_device *dev2 = NULL;
+    double ab = -1, bc = -1, ac = -1, aa = -1;
+    if (event_entries_ok(d) != 0)
+        return;
+    CONF_CALL(d, d->ops->event_create(d->dev, &a));
+    CONF_CALL(d, d->ops->event_create(d->dev, &b));
+    CONF_CALL(d, d->ops->event_create(d->dev, &c));
+    CONF_CALL(d, d->ops->event_create(d->dev, &fresh));
+    if (event_matmul(d, a, b, 5500, "F32 48x64, timed") != 0 ||
+        event_matmul(d, b, c, 5501, "F32 48x64, timed after") != 0)
+        goto out;
+    hc_status s = d->ops->event_elapsed(a, b, &ab);
+    if (s == HC_E_UNSUPPORTED) {
+        hc_test_skip("conf %s event_elapsed: HC_E_UNSUPPORTED (%s): the core times this device "
+                     "with the host's clock",
+                     d->name, plugin_error(d));
+        goto out;
+    }
+    CONF_CALL(d, s);
+    CONF_CALL(d, d->ops->event_elapsed(b, c, &bc));
+    CONF_CALL(d, d->ops->event_elapsed(a, c, &ac));
+    CONF_CALL(d, d->ops->event_elapsed(a, a, &aa));
+    if (!(isfinite(ab) && ab >= 0 && isfinite(bc) && bc >= 0 && isfinite(ac) && ac >= 0))
+        conf_fail(d, "event_elapsed: a->b %g, b->c %g, a->c %g ms: each must be finite and >= 0",
+                  ab, bc, ac);
+    if (!(fabs(ac - (ab + bc)) <= 0.01))
+        conf_fail(d, "event_elapsed: a->c %g ms is not a->b %g + b->c %g ms", ac, ab, bc);
+    if (aa != 0.0)
+        conf_fail(d, "event_elapsed(a, a) is %g ms, not 0", aa);
+    expect_refused(d, d->ops->event_elapsed(a, b, NULL), "event_elapsed(ms NULL)");
+    expect_refused(d, d->ops->event_elapsed(NULL, b, &ab), "event_elapsed(a NULL)");
+    expect_refused(d, d->ops->event_elapsed(a, fresh, &ab), "event_elapsed(b never recorded)");
+    CONF_CALL(d, d->ops->device_open(d->plugin->ctx, d->index, &dev2));
+    CONF_CALL(d, d->ops->event_create(dev2, &other));
+    expect_refused(d, d->ops->event_elapsed(a, other, &ab),
+                   "event_elapsed(events of two device handles)");
+    printf("conf %-28s event_elapsed: a->b %.4f ms, b->c %.4f ms, a->c %.4f ms: ok\n", d->name,
+           ab, bc, ac);
+out:;
+    hc_event *all[] = {a, b, c, fresh, other};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i])
+            d->ops->event_destroy(all[i]);
+    if (dev2)
+        d->ops->device_close(dev2);
+}
+
 /* ---- the cases: one per entry of the table --------------------------------- */
 
 /* Every entry of HC_PLUGIN_ENTRIES has its case conf_<name> above: a new

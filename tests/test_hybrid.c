@@ -13,6 +13,7 @@
  *    the same ids, and the run reports the fallbacks.
  *  - All on the GPU, rows chosen there: one wait for the GPU per pass, and
  *    one-token passes replayed from a capture give the same ids.
+ *  - A hybrid run reports each device's busy time within the wall time.
  *  - A saved neuron split (gpuidx) is reused on the next load with the same
  *    budget, solved afresh under another; PowerInfer's own index files (I32
  *    as id 18) are read, and an unusable one never stops a run.
@@ -441,6 +442,55 @@ END_TEST
 START_TEST(all_gpu_oracle_syncs)
 {
     all_gpu_syncs(HC_SPARSE_ORACLE);
+}
+END_TEST
+
+/* ---- the overlap report ---------------------------------------------------
+ * Issue 14 item 4: a hybrid run reports how long each device worked (the
+ * GPU's work between waits, timed by its events; the host's time inside
+ * the CPU device's ops) and the wall time of its passes.  Both devices
+ * worked, so each is > 0, and each lies within the passes, so neither
+ * exceeds the wall (5% slack for the two clocks' reads).  No speed is
+ * asserted.  An all-CPU run reports no GPU time. */
+START_TEST(hybrid_overlap_report)
+{
+    const char *path = model(SPARSE_MODEL);
+    int32_t bos = 1, got[N_IDS];
+    hc_context_run_stats rs;
+    hc_model *m = load(path, GPU, 1e12, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    const double all_bytes = (double)hc_model_plan(m)->gpu_bytes;
+    hc_model_desc d;
+    hc_model_describe(m, &d);
+    hc_model_free(m);
+    m = load(path, GPU, all_bytes - (double)d.ffn_bytes / 2, HC_SPARSE_PREDICTOR,
+             HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    hc_model_free(m);
+    ck_assert_msg(rs.gpu_rows > 0 && rs.cpu_rows > 0, "not hybrid: gpu %lld cpu %lld rows",
+                  (long long)rs.gpu_rows, (long long)rs.cpu_rows);
+    const double wall = (double)rs.wall_ns, gpu = (double)rs.gpu_busy_ns,
+                 cpu = (double)rs.cpu_busy_ns;
+    printf("overlap, hybrid: GPU busy %.3f ms, CPU busy %.3f ms, wall %.3f ms per token (%s "
+           "clock)\n",
+           gpu / 1e6 / (double)rs.tokens, cpu / 1e6 / (double)rs.tokens,
+           wall / 1e6 / (double)rs.tokens, rs.gpu_busy_host_clock ? "host" : "device");
+    ck_assert_msg(wall > 0, "no wall time in %lld passes", (long long)rs.passes);
+    ck_assert_msg(gpu > 0, "the GPU computed %lld rows but reports no busy time",
+                  (long long)rs.gpu_rows);
+    ck_assert_msg(cpu > 0, "the CPU computed %lld rows but reports no busy time",
+                  (long long)rs.cpu_rows);
+    ck_assert_msg(gpu <= wall * 1.05, "GPU busy %.0f ns > wall %.0f ns", gpu, wall);
+    ck_assert_msg(cpu <= wall * 1.05, "CPU busy %.0f ns > wall %.0f ns", cpu, wall);
+    /* The plugin times its own work (event_elapsed), not the host. */
+    ck_assert_msg(!rs.gpu_busy_host_clock, "the GPU's busy time fell back to the host's clock");
+
+    m = load(path, "cpu", -1, HC_SPARSE_PREDICTOR, HC_GPU_INDEX_DISABLE, NULL);
+    greedy(m, &bos, 1, NULL, N_IDS, got, &rs);
+    hc_model_free(m);
+    ck_assert_uint_eq(rs.gpu_busy_ns, 0);
+    ck_assert_msg(rs.cpu_busy_ns > 0 && rs.cpu_busy_ns <= rs.wall_ns * 1.05,
+                  "all-CPU: CPU busy %llu ns, wall %llu ns", (unsigned long long)rs.cpu_busy_ns,
+                  (unsigned long long)rs.wall_ns);
 }
 END_TEST
 
@@ -1095,6 +1145,7 @@ int main(void)
     tcase_add_test(tc, fallback_ops);
     tcase_add_test(tc, all_gpu_predictor_syncs);
     tcase_add_test(tc, all_gpu_oracle_syncs);
+    tcase_add_test(tc, hybrid_overlap_report);
     tcase_add_test(tc, captured_predictor);
     tcase_add_test(tc, captured_dense);
     tcase_add_test(tc, gpu_index_reused);

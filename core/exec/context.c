@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/clock.h"
 #include "util/log.h"
 
 #define F32 sizeof(float)
@@ -76,10 +77,15 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
     if (hc_dev_open_stream(&c->cpu, &m->cpu))
         goto fail;
     if (m->has_gpu) {
-        if (hc_dev_open_stream(&c->gpu, &m->gpu))
+        /* Its events time its work and mark its reads of the CPU's
+         * memory, which the CPU device waits for (exec/moves.h). */
+        if (hc_dev_open_stream(&c->gpu, &m->gpu) ||
+            hc_dev_events_open(&c->gpu, HC_DEV_TIME_SPANS))
             goto fail;
         c->gpu.host = &c->cpu;
+        c->cpu.reader = &c->gpu;
     }
+    c->cpu.timing = HC_DEV_TIME_OPS;
     /* The vectors that cross every layer or token, in memory the GPU
      * copies without staging (page-locked, where its plugin has it). */
     hc_dev *pin = m->has_gpu ? &c->gpu : &c->cpu;
@@ -100,8 +106,9 @@ hc_context *hc_context_new(hc_model *m, const hc_context_params *params)
          hc_acts_alloc(&c->gpu, &m->hp, c->n_batch, c->logit_cap, &c->a[HC_ON_GPU])) ||
         alloc_kv(c))
         goto fail;
-    /* The run's waits are the passes' (setting up waited for the uploads). */
-    c->gpu.syncs = 0;
+    /* The run's waits and busy times are the passes' (setting up waited
+     * for the uploads). */
+    hc_context_reset(c);
     return c;
 fail:
     hc_context_free(c);
@@ -166,6 +173,8 @@ void hc_context_reset(hc_context *c)
     memset(&c->run, 0, sizeof c->run);
     c->gpu.fallback_calls = 0;
     c->gpu.syncs = 0;
+    c->gpu.busy_ns = c->cpu.busy_ns = 0;
+    c->gpu.busy_host_clock = 0;
 }
 
 void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out)
@@ -173,6 +182,9 @@ void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out)
     *out = c->run;
     out->fallback_calls = c->m->has_gpu ? c->gpu.fallback_calls : 0;
     out->gpu_syncs = c->m->has_gpu ? c->gpu.syncs : 0;
+    out->gpu_busy_ns = c->m->has_gpu ? c->gpu.busy_ns : 0;
+    out->cpu_busy_ns = c->cpu.busy_ns;
+    out->gpu_busy_host_clock = c->m->has_gpu && c->gpu.busy_host_clock;
 }
 
 int hc_context_sparse_stats(const hc_context *c, int layer, hc_layer_sparse_stats *out)
@@ -240,10 +252,12 @@ static int eval_tokens(hc_context *c, const int32_t *tokens, int n, float *logit
                      : last  ? logits
                              : NULL;
         c->logit_rows = all ? chunk : 1;
+        const double t0 = hc_time_s();
         const int rc = hc_forward(c, tokens + done, chunk, out);
         c->logit_rows = 1;
         if (rc)
             return -1;
+        c->run.wall_ns += (uint64_t)((hc_time_s() - t0) * 1e9);
         c->n_past += chunk;
         c->run.tokens += chunk;
         c->run.passes++;

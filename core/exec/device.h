@@ -26,6 +26,24 @@
 /* Staging buffers of a fallback: one per operand it moves. */
 #define HC_DEV_FB_SLOTS 6
 
+/* An event (ABI 1.4): the plugin's, or, where the plugin has none, the
+ * core's default (device_fallback.c: record remembers the point in host
+ * time, sync waits for the whole stream). */
+typedef struct hc_dev_event {
+    hc_event *ev;   /* the plugin's, or NULL: the default */
+    double host_s;  /* the host's clock at its record, and again when its sync returned */
+} hc_dev_event;
+
+/* How a device's busy time is measured (the run's overlap report). */
+enum {
+    HC_DEV_TIME_NONE = 0,
+    HC_DEV_TIME_OPS = 1,  /* host time inside its op calls and waits (the CPU: synchronous) */
+    HC_DEV_TIME_SPANS = 2 /* device time of its work between waits, from events (a GPU) */
+};
+/* Spans of work timed between two waits: a flush ends one (the device may
+ * idle until more is issued); past the last, it grows. */
+#define HC_DEV_SPANS 8
+
 typedef struct hc_dev {
     hc_plugin *plugin;
     const hc_plugin_ops *ops;
@@ -44,6 +62,31 @@ typedef struct hc_dev {
     int capturing;           /* between hc_dev_capture_begin and _end: no sync */
     hc_status last_status;   /* of the last failed call (HC_E_NOMEM: shrink and retry) */
     int borrowed;            /* dev is another hc_dev's (hc_dev_open_stream): not closed here */
+    int has_events;          /* its events are made (hc_dev_events_open) */
+
+    /* Busy time (hc_dev_events_open sets `timing`).  TIME_SPANS: the first
+     * op after a wait or a flush records span[i][0], a flush or wait span[i][1],
+     * and once the wait has returned each span's event_elapsed is added (the
+     * host's clock from the first op to the wait's return, where the plugin
+     * cannot time them: busy_host_clock). */
+    int timing;
+    uint64_t busy_ns;
+    int busy_host_clock;
+    int op_depth;            /* TIME_OPS: calls under way (a batch calls matmul) */
+    double op_t0;
+    hc_dev_event span[HC_DEV_SPANS][2];
+    int n_spans;             /* ended spans since the last wait */
+    int span_open;           /* span[n_spans] has begun */
+    hc_dev_event here;       /* what a wait for everything issued so far syncs */
+
+    /* A GPU's uploads from the CPU device's memory not yet waited for
+     * (hc_cross: reads_done is recorded after the last one), and, on the
+     * CPU device, the stream whose reads it waits for before its next op
+     * (see exec/moves.h for the rule). */
+    hc_dev_event reads_done;
+    int reads_pending;
+    struct hc_dev *reader;
+    int reader_deferred;     /* 1: the ops being issued write nothing it reads */
 } hc_dev;
 
 /* Open engine device i (see hc_engine_device_report) with one stream. */
@@ -83,6 +126,27 @@ int hc_dev_upload(hc_dev *d, hc_ref dst, const void *src, uint64_t bytes);
 int hc_dev_copy(hc_dev *d, hc_ref dst, hc_ref src, uint64_t bytes);
 int hc_dev_download(hc_dev *d, void *dst, hc_ref src, uint64_t bytes);
 int hc_dev_sync(hc_dev *d);
+
+/* Events (ABI 1.4, or the core's default).  open: make d's events (the
+ * busy-time spans, `here`, `reads_done`) and time it as `timing`; close
+ * destroys them (after a wait: none is pending).  A wait, by event or
+ * stream, counts in d->syncs. */
+int hc_dev_has_events(const hc_dev *d);
+int hc_dev_events_open(hc_dev *d, int timing);
+void hc_dev_events_close(hc_dev *d);
+int hc_dev_event_record(hc_dev *d, hc_dev_event *e);
+int hc_dev_event_sync(hc_dev *d, hc_dev_event *e);
+/* The host waits for everything issued on d so far: an event recorded now
+ * and synced (a plugin without events: stream_sync).  0 or -1. */
+int hc_dev_wait_here(hc_dev *d);
+/* After an upload from the CPU device's memory: mark the point (0 or -1).
+ * The CPU device waits for it before its next op (hc_dev_wait_reads). */
+int hc_dev_note_host_reads(hc_dev *d);
+/* Wait for d's pending reads of host memory, if any (0 or -1). */
+int hc_dev_wait_reads(hc_dev *d);
+/* Milliseconds from a to b (b reached): the plugin's event_elapsed, or
+ * the host's clock (*host_clock = 1) without it or when it refuses. */
+double hc_dev_event_ms(hc_dev *d, const hc_dev_event *a, const hc_dev_event *b, int *host_clock);
 
 /* The ops, with the semantics documented in plugin.h.  0 or -1. */
 int hc_dev_matmul(hc_dev *d, hc_type t, hc_ref w, int64_t rows, int64_t cols, hc_ref x,
@@ -164,6 +228,10 @@ int hc_dev_fallback_select_rows(hc_dev *d, hc_ref scores, int64_t n_tok, int64_t
 /* The count a _counted op would read, clamped to [0, max_idx]: downloaded
  * (one sync). */
 int hc_dev_read_count(hc_dev *d, hc_ref count, int64_t max_idx, int64_t *out);
+/* The default events (no plugin events): record notes the host's clock,
+ * sync is stream_sync. */
+int hc_dev_fallback_event_record(hc_dev *d, hc_dev_event *e);
+int hc_dev_fallback_event_sync(hc_dev *d, hc_dev_event *e);
 void hc_dev_fallback_free(hc_dev *d);
 
 /* hc_ref arithmetic: r advanced by `bytes`. */

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "exec/device.h"
+#include "hotcold/plugin_kit.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define N_SLOTS HC_DEV_FB_SLOTS
@@ -450,4 +452,28 @@ int hc_dev_fallback_scatter_rows(hc_dev *d, hc_ref src, hc_ref dst, uint64_t row
             return -1;
     /* The staging memory is reused by the next fallback. */
     return hc_dev_sync(d);
+}
+
+/* The default events (ABI 1.4 absent): a plugin without them is waited for
+ * whole, which on its in-order stream is the same point; the host's clock
+ * stands in for the device's (hc_dev_event_ms: host time, which counts the
+ * host's waits and the time before the device starts). */
+int hc_dev_fallback_event_record(hc_dev *d, hc_dev_event *e)
+{
+    (void)d;
+    e->host_s = hc_time_s();
+    return 0;
+}
+
+int hc_dev_fallback_event_sync(hc_dev *d, hc_dev_event *e)
+{
+    hc_status st = d->ops->stream_sync(d->stream);
+    if (st != HC_OK) {
+        d->last_status = st;
+        hc_set_error("%s: stream_sync failed: %s: %s", d->label, hc_kit_status_name(st),
+                     d->ops->last_error(d->plugin->ctx));
+        return -1;
+    }
+    e->host_s = hc_time_s();
+    return 0;
 }

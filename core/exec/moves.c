@@ -5,11 +5,11 @@ int hc_cross(hc_context *c, int from, hc_ref src, hc_ref dst, uint64_t bytes)
 {
     hc_dev *g = &c->gpu;
     c->run.bytes_moved += bytes;
-    if (hc_dev_sync(&c->cpu))
+    if ((c->cpu.info.caps & HC_CAP_ASYNC) && hc_dev_sync(&c->cpu))
         return -1;
     if (from == HC_ON_GPU)
-        return hc_dev_download(g, hc_cpu_ptr(c, dst), src, bytes) || hc_dev_sync(g) ? -1 : 0;
-    return hc_dev_upload(g, dst, hc_cpu_ptr(c, src), bytes) || hc_dev_sync(g) ? -1 : 0;
+        return hc_dev_download(g, hc_cpu_ptr(c, dst), src, bytes) || hc_dev_wait_here(g) ? -1 : 0;
+    return hc_dev_upload(g, dst, hc_cpu_ptr(c, src), bytes) || hc_dev_note_host_reads(g) ? -1 : 0;
 }
 
 int hc_move_x(hc_context *c, int on, int n)

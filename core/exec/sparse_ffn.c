@@ -328,7 +328,7 @@ int hc_ffn_home(const hc_context *c, const hc_layer *l)
     return c->x_on;
 }
 
-int hc_exec_sparse_ffn(hc_context *c, const hc_layer *l, int il)
+static int sparse_ffn(hc_context *c, const hc_layer *l, int il)
 {
     const hc_hparams *hp = &c->m->hp;
     const int n = c->n_tok;
@@ -377,4 +377,17 @@ int hc_exec_sparse_ffn(hc_context *c, const hc_layer *l, int il)
                        (int64_t)n * hp->n_embd)))
         return -1;
     return 0;
+}
+
+int hc_exec_sparse_ffn(hc_context *c, const hc_layer *l, int il)
+{
+    /* With x on the CPU, the CPU's ops here (predictor, lists, its share)
+     * need not wait for the GPU's upload of xn (exec/moves.h): they read
+     * xn and write none of the memory an upload may still read (the only
+     * one in flight is of xn: the uploads before this layer were waited
+     * for by the download that brought x here, or by the CPU's ops since). */
+    c->cpu.reader_deferred = c->x_on == HC_ON_CPU;
+    const int rc = sparse_ffn(c, l, il);
+    c->cpu.reader_deferred = 0;
+    return rc;
 }

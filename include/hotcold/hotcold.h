@@ -287,6 +287,16 @@ typedef struct hc_context_run_stats {
     uint64_t gpu_syncs;      /* times the host waited for the GPU: 1 per pass when the GPU
                                 runs whole layers and selects their rows itself */
     int64_t graph_passes;    /* passes replayed from a captured graph (ABI 1.3 capture) */
+    /* The overlap of the two devices (`hotcold run` prints it per token): */
+    uint64_t wall_ns;        /* host time inside the passes */
+    uint64_t gpu_busy_ns;    /* the GPU's work: from the first op after each wait (or flush)
+                                to the next wait (or flush), by the device's clock (plugin ABI
+                                1.4 event_elapsed) */
+    uint64_t cpu_busy_ns;    /* host time inside the CPU device's ops and waits: its share of
+                                the FFN, and the GPU ops that fell back to it */
+    int gpu_busy_host_clock; /* 1: the plugin could not time some of that work, and the host's
+                                clock did (from the first op's issue to the wait's return:
+                                counts the host's own time in between) */
 } hc_context_run_stats;
 HC_API void hc_context_run_stats_get(const hc_context *c, hc_context_run_stats *out);
 

@@ -39,7 +39,8 @@
  *  - Row lists are int32 arrays in a device buffer, each entry in [0, rows).
  *  - Ops on one stream execute in order.  Host memory passed to upload must
  *    stay valid, and host memory passed to download is only valid, after
- *    stream_sync() returns.
+ *    stream_sync() returns (or event_sync() of an event recorded after
+ *    them, ABI 1.4).
  *  - Results must not depend on the number of threads a plugin uses: every
  *    reduction is done in a fixed order.
  */
@@ -54,7 +55,7 @@ extern "C" {
 #endif
 
 #define HC_PLUGIN_ABI_MAJOR 1
-#define HC_PLUGIN_ABI_MINOR 3
+#define HC_PLUGIN_ABI_MINOR 4
 #define HC_PLUGIN_ENTRY_SYMBOL "hc_plugin_entry"
 
 #if defined(_WIN32)
@@ -180,6 +181,7 @@ typedef struct hc_device hc_device;
 typedef struct hc_buffer hc_buffer;
 typedef struct hc_stream hc_stream;
 typedef struct hc_graph hc_graph; /* a captured sequence of work (ABI 1.3) */
+typedef struct hc_event hc_event; /* a point reached by a stream (ABI 1.4) */
 
 /* A place in a buffer. */
 typedef struct hc_ref {
@@ -448,7 +450,41 @@ typedef struct hc_plugin_ops {
     hc_status (*graph_launch)(hc_stream *s, hc_graph *g);
     void (*graph_free)(hc_graph *g);
 
-    /* --- append new entries for ABI 1.4 and later below this line ------- */
+    /* --- ABI 1.4 ------------------------------------------------------ */
+    /* optional, the first four all or none: events, so that a copy between
+     * devices waits for the side that produced it only, and the device's
+     * own clock can time its work.
+     *  - event_create: an event of dev, not yet recorded.  event_destroy
+     *    frees it (the core destroys an event only when no recording of it
+     *    is still pending: after its sync, or a stream_sync of its stream).
+     *  - event_record: marks the point stream s has reached: the event is
+     *    reached once every op issued on s before it has completed.
+     *    Recording again moves the mark.  s must belong to the event's
+     *    device (else HC_E_INVALID).  While s captures it may refuse with
+     *    HC_E_UNSUPPORTED, or be captured (each launch records it); the
+     *    core records none inside a capture.
+     *  - event_sync: the host waits for the recorded point only (not for
+     *    work issued after it), and then, as after stream_sync, host
+     *    memory named by downloads issued before it holds their bytes and
+     *    host memory named by uploads before it may be reused.  An event
+     *    never recorded: HC_E_INVALID.
+     *  - event_elapsed (optional even with the others): the device time
+     *    in milliseconds (>= 0) from a's point to b's, a and b recorded on
+     *    one stream, a first, and b reached since (a sync of b, of an
+     *    event recorded after it, or of the stream has returned); else
+     *    HC_E_INVALID.  HC_E_UNSUPPORTED where the device has no
+     *    clock for it.
+     * NULL: the core's default (device_fallback.c): record remembers the
+     * stream, sync is stream_sync, and elapsed is the host's clock between
+     * the record of a and the sync of b (host time, so it counts the host's
+     * waits; the run's statistics say which clock timed them). */
+    hc_status (*event_create)(hc_device *dev, hc_event **out);
+    void (*event_destroy)(hc_event *ev);
+    hc_status (*event_record)(hc_stream *s, hc_event *ev);
+    hc_status (*event_sync)(hc_event *ev);
+    hc_status (*event_elapsed)(const hc_event *a, const hc_event *b, double *ms);
+
+    /* --- append new entries for ABI 1.5 and later below this line ------- */
 } hc_plugin_ops;
 
 typedef const hc_plugin_ops *(*hc_plugin_entry_fn)(uint32_t abi_major, uint32_t abi_minor);
@@ -511,7 +547,12 @@ typedef const hc_plugin_ops *(*hc_plugin_entry_fn)(uint32_t abi_major, uint32_t 
     X(capture_begin, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                    \
     X(capture_end, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                      \
     X(graph_launch, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                     \
-    X(graph_free, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)
+    X(graph_free, HC_OP_NONE, HC_ENTRY_OPTIONAL, 3)                       \
+    X(event_create, HC_OP_NONE, HC_ENTRY_OPTIONAL, 4)                     \
+    X(event_destroy, HC_OP_NONE, HC_ENTRY_OPTIONAL, 4)                    \
+    X(event_record, HC_OP_NONE, HC_ENTRY_OPTIONAL, 4)                     \
+    X(event_sync, HC_OP_NONE, HC_ENTRY_OPTIONAL, 4)                       \
+    X(event_elapsed, HC_OP_NONE, HC_ENTRY_OPTIONAL, 4)
 
 /* Is `field` present in a table of `ops->size` bytes and non-NULL? */
 #define HC_OPS_HAS(ops, field)                                                              \

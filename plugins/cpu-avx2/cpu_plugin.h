@@ -28,6 +28,7 @@
 #define HC_CPU_MAGIC_DEVICE 0x44435048u /* "HPCD" */
 #define HC_CPU_MAGIC_BUFFER 0x42435048u /* "HPCB" */
 #define HC_CPU_MAGIC_STREAM 0x53435048u /* "HPCS" */
+#define HC_CPU_MAGIC_EVENT 0x45435048u  /* "HPCE" */
 
 #define HC_CPU_MAX_THREADS 256
 #define HC_CPU_ERR_LEN 320
@@ -72,6 +73,7 @@ struct hc_buffer {
 struct hc_stream {
     uint32_t magic;
     hc_plugin_ctx *ctx;
+    hc_device *dev;          /* the device it was made on (events check it) */
 };
 
 /* ---- probe.c ---------------------------------------------------------- */
@@ -161,6 +163,13 @@ void hc_cpu_host_free(hc_device *dev, void *ptr);
 hc_status hc_cpu_stream_create(hc_device *dev, hc_stream **out);
 void hc_cpu_stream_destroy(hc_stream *s);
 hc_status hc_cpu_stream_sync(hc_stream *s);
+
+/* ---- events.c: ABI 1.4 events (host clock: the streams are synchronous) -- */
+hc_status hc_cpu_event_create(hc_device *dev, hc_event **out);
+void hc_cpu_event_destroy(hc_event *ev);
+hc_status hc_cpu_event_record(hc_stream *s, hc_event *ev);
+hc_status hc_cpu_event_sync(hc_event *ev);
+hc_status hc_cpu_event_elapsed(const hc_event *a, const hc_event *b, double *ms);
 
 /* ---- transfer.c -------------------------------------------------------- */
 hc_status hc_cpu_upload(hc_stream *s, hc_ref dst, const void *src, uint64_t bytes);

@@ -182,6 +182,11 @@ static const hc_plugin_ops cpu_ops = {
     .scatter_rows = hc_cpu_scatter_rows,
     .host_alloc = hc_cpu_host_alloc,
     .host_free = hc_cpu_host_free,
+    .event_create = hc_cpu_event_create,
+    .event_destroy = hc_cpu_event_destroy,
+    .event_record = hc_cpu_event_record,
+    .event_sync = hc_cpu_event_sync,
+    .event_elapsed = hc_cpu_event_elapsed,
     /* capture_*, graph_*: NULL.  The stream runs each op as it is issued,
      * so there is nothing to record: the core issues every pass. */
 };

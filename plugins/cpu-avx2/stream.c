@@ -22,7 +22,7 @@ hc_status hc_cpu_stream_create(hc_device *dev, hc_stream **out)
         *out = NULL;
         return hc_cpu_fail(ctx, HC_E_NOMEM, "stream_create: out of memory");
     }
-    *s = (hc_stream){HC_CPU_MAGIC_STREAM, ctx};
+    *s = (hc_stream){HC_CPU_MAGIC_STREAM, ctx, dev};
     *out = s;
     return HC_OK;
 }

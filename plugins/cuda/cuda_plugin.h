@@ -108,6 +108,7 @@ int64_t hc_cu_attention_part_floats(int64_t head_dim);
 #define HC_CU_MAGIC_DEVICE 0x44554348u /* "HCUD" */
 #define HC_CU_MAGIC_BUFFER 0x42554348u /* "HCUB" */
 #define HC_CU_MAGIC_STREAM 0x53554348u /* "HCUS" */
+#define HC_CU_MAGIC_EVENT 0x45554348u  /* "HCUE" */
 
 #define HC_CU_ERR_LEN 320
 
@@ -259,6 +260,13 @@ hc_status hc_cu_graph_launch(hc_stream *s, hc_graph *g);
 void hc_cu_graph_free(hc_graph *g);
 hc_status hc_cu_host_alloc(hc_device *dev, uint64_t size, void **out);
 void hc_cu_host_free(hc_device *dev, void *ptr);
+
+/* ---- events.c (ABI 1.4): cudaEvent_t with timing ------------------------ */
+hc_status hc_cu_event_create(hc_device *dev, hc_event **out);
+void hc_cu_event_destroy(hc_event *ev);
+hc_status hc_cu_event_record(hc_stream *s, hc_event *ev);
+hc_status hc_cu_event_sync(hc_event *ev);
+hc_status hc_cu_event_elapsed(const hc_event *a, const hc_event *b, double *ms);
 
 /* ---- op_cost.c ----------------------------------------------------------- */
 double hc_cu_op_cost(hc_device *dev, int op, hc_type wtype, int64_t rows, int64_t cols, int64_t n);

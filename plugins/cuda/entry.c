@@ -126,6 +126,11 @@ static const hc_plugin_ops cuda_ops = {
     .capture_end = hc_cu_capture_end,
     .graph_launch = hc_cu_graph_launch,
     .graph_free = hc_cu_graph_free,
+    .event_create = hc_cu_event_create,
+    .event_destroy = hc_cu_event_destroy,
+    .event_record = hc_cu_event_record,
+    .event_sync = hc_cu_event_sync,
+    .event_elapsed = hc_cu_event_elapsed,
 };
 
 HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)

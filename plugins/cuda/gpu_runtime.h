@@ -76,6 +76,16 @@
 #define cudaGraphDestroy hipGraphDestroy
 #define cudaGraphExecDestroy hipGraphExecDestroy
 
+/* events (ABI 1.4) */
+#define cudaEvent_t hipEvent_t
+#define cudaErrorNotReady hipErrorNotReady
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventRecord hipEventRecord
+#define cudaEventQuery hipEventQuery
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEventElapsedTime hipEventElapsedTime
+
 #else
 #include <cuda_runtime_api.h>
 

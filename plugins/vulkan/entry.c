@@ -133,6 +133,11 @@ static const hc_plugin_ops vulkan_ops = {
     .capture_end = hc_vk_capture_end,
     .graph_launch = hc_vk_graph_launch,
     .graph_free = hc_vk_graph_free,
+    .event_create = hc_vk_event_create,
+    .event_destroy = hc_vk_event_destroy,
+    .event_record = hc_vk_event_record,
+    .event_sync = hc_vk_event_sync,
+    .event_elapsed = hc_vk_event_elapsed,
 };
 
 HC_PLUGIN_EXPORT const hc_plugin_ops *hc_plugin_entry(uint32_t abi_major, uint32_t abi_minor)

@@ -168,6 +168,9 @@ static int describe(hc_plugin_ctx *ctx, VkPhysicalDevice pd, uint32_t instance_a
         skip(ctx, why, why_len, name, "no compute queue");
         goto out;
     }
+    /* Events time work with timestamps where the queue writes them. */
+    d->timestamp_bits =
+        d->props.limits.timestampComputeAndGraphics ? fam[d->queue_family].timestampValidBits : 0;
 
     d->subgroup_size = sg.subgroupSize;
     /* Without the size-control limits a compute shader's subgroup size is

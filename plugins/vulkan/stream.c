@@ -241,6 +241,40 @@ hc_status hc_vk_stream_sync(hc_stream *s)
     return complete_all(s);
 }
 
+hc_status hc_vk_stream_sync_to(hc_stream *s, uint64_t seq)
+{
+    hc_device *dev;
+    hc_status st = hc_vk_stream_dev(s, &dev);
+    if (st != HC_OK)
+        return st;
+    /* The frame being recorded gets number next_seq when it is submitted. */
+    if (seq >= s->next_seq && (st = hc_vk_stream_flush(s, "event_sync")) != HC_OK)
+        return st;
+    hc_vk_frame *a = &s->fr[0], *b = &s->fr[1];
+    if (b->state == HC_VK_FRAME_SUBMITTED &&
+        (a->state != HC_VK_FRAME_SUBMITTED || b->seq < a->seq)) {
+        hc_vk_frame *t = a;
+        a = b;
+        b = t;
+    }
+    /* Oldest first, as complete_all. */
+    if (a->state == HC_VK_FRAME_SUBMITTED && a->seq <= seq && (st = frame_complete(s, a)) != HC_OK)
+        return st;
+    if (b->state == HC_VK_FRAME_SUBMITTED && b->seq <= seq)
+        st = frame_complete(s, b);
+    return st;
+}
+
+int hc_vk_stream_reached(const hc_stream *s, uint64_t seq)
+{
+    if (seq >= s->next_seq)
+        return 0; /* still recording */
+    for (int i = 0; i < 2; i++)
+        if (s->fr[i].state == HC_VK_FRAME_SUBMITTED && s->fr[i].seq <= seq)
+            return 0;
+    return 1;
+}
+
 hc_status hc_vk_stream_scratch(hc_stream *s, const char *op, uint64_t bytes, hc_buffer **out)
 {
     hc_status st;

@@ -57,6 +57,11 @@
     X(vkDestroyFence)                                                                       \
     X(vkWaitForFences)                                                                      \
     X(vkResetFences)                                                                        \
+    X(vkCreateQueryPool)                                                                    \
+    X(vkDestroyQueryPool)                                                                   \
+    X(vkCmdResetQueryPool)                                                                  \
+    X(vkCmdWriteTimestamp)                                                                  \
+    X(vkGetQueryPoolResults)                                                                \
     X(vkQueueSubmit)                                                                        \
     X(vkCreateShaderModule)                                                                 \
     X(vkDestroyShaderModule)                                                                \

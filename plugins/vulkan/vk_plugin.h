@@ -40,6 +40,7 @@
 #define HC_VK_MAGIC_DEVICE 0x44564b48u /* "HKVD" */
 #define HC_VK_MAGIC_BUFFER 0x42564b48u /* "HKVB" */
 #define HC_VK_MAGIC_STREAM 0x53564b48u /* "HKVS" */
+#define HC_VK_MAGIC_EVENT 0x45564b48u  /* "HKVE" */
 
 #define HC_VK_ERR_LEN 320
 
@@ -150,6 +151,7 @@ typedef struct hc_vk_physdev {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceMemoryProperties mem;
     uint32_t queue_family;      /* the first family with compute */
+    uint32_t timestamp_bits;    /* its timestampValidBits; 0: no timestamps (events untimed) */
     uint32_t subgroup_size;
     uint32_t min_subgroup;      /* smallest subgroup a compute shader may get; 0 = unknown */
     uint32_t feats;             /* HC_VK_FEAT_* it has and may use */
@@ -362,6 +364,12 @@ hc_status hc_vk_stream_flush(hc_stream *s, const char *op);
 /* The ABI's stream_flush: submits without waiting; later ops record into
  * the other frame. */
 hc_status hc_vk_stream_submit(hc_stream *s);
+/* Waits for the frame that was (or is being) recorded as number `seq` and
+ * the frames before it, submitting it first if it is still recording:
+ * later frames go on running. */
+hc_status hc_vk_stream_sync_to(hc_stream *s, uint64_t seq);
+/* Has frame `seq` completed (and every frame before it)? */
+int hc_vk_stream_reached(const hc_stream *s, uint64_t seq);
 /* A device buffer of at least `bytes` private to the stream, for state kept
  * between the dispatches of one op.  Growing it waits for the stream. */
 hc_status hc_vk_stream_scratch(hc_stream *s, const char *op, uint64_t bytes, hc_buffer **out);
@@ -451,6 +459,13 @@ int hc_vk_scatter_fits(const hc_device *dev, uint64_t row_bytes);
 /* Dispatches scatter_rows records for this shape (0: none, or it refuses). */
 uint64_t hc_vk_scatter_dispatches(const hc_device *dev, uint64_t row_bytes, int64_t n,
                                   int64_t dst_rows);
+
+/* ---- events.c: ABI 1.4 events (frame numbers and timestamp queries) ------ */
+hc_status hc_vk_event_create(hc_device *dev, hc_event **out);
+void hc_vk_event_destroy(hc_event *ev);
+hc_status hc_vk_event_record(hc_stream *s, hc_event *ev);
+hc_status hc_vk_event_sync(hc_event *ev);
+hc_status hc_vk_event_elapsed(const hc_event *a, const hc_event *b, double *ms);
 
 /* ---- capture.c: record a stream's calls, replay them (ABI 1.3) ------------ */
 hc_status hc_vk_capture_begin(hc_stream *s);

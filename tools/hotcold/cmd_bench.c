@@ -68,6 +68,7 @@ typedef struct bench_result {
     double replayed;           /* share of decode passes replayed from a captured graph */
     double waits;              /* host waits for the GPU per decode pass */
     int32_t *ids;              /* the n_gen greedy ids decoded (from BOS) */
+    hc_context_run_stats rs;   /* the last repetition's decode (busy times, rows) */
 } bench_result;
 
 /* One repetition: prompt then greedy decode; fills times and bytes/token. */
@@ -119,6 +120,7 @@ static int run_once(hc_model *m, const bench_opts *o, bench_result *r)
     hc_context_run_stats_get(c, &rs);
     r->replayed = rs.passes > 0 ? (double)rs.graph_passes / (double)rs.passes : 0.0;
     r->waits = rs.passes > 0 ? (double)rs.gpu_syncs / (double)rs.passes : 0.0;
+    r->rs = rs;
     rc = 0;
 out:
     if (rc)
@@ -441,6 +443,14 @@ int hc_cmd_bench(int argc, char **argv)
             printf("passes     %s: %.0f%% of decode passes replayed from a captured graph, "
                    "%.1f host waits for the GPU per pass\n",
                    hc_tool_sparse_mode_name(modes[i]), 100.0 * res[i].replayed, res[i].waits);
+    /* A hybrid mode's overlap: how long each device worked per decoded
+     * token against the wall (the last round's decode). */
+    for (int i = 0; i < n_modes; i++)
+        if (res[i].rs.gpu_rows > 0 && res[i].rs.cpu_rows > 0) {
+            char lead[64];
+            snprintf(lead, sizeof lead, "overlap    %s: ", hc_tool_sparse_mode_name(modes[i]));
+            hc_tool_print_overlap(stdout, lead, &res[i].rs);
+        }
     if (n_modes > 1 && modes[0] == HC_SPARSE_OFF)
         for (int i = 1; i < n_modes; i++) {
             /* A ratio under 1 is a slowdown: say so rather than "0.93x faster". */

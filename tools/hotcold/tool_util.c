@@ -272,6 +272,20 @@ static void print_sparse_stats(FILE *f, const hc_model *m, const hc_context *c)
     fprintf(f, " (mean %.3f; precision mean %.3f)\n", rsum / d.n_layer, psum / d.n_layer);
 }
 
+void hc_tool_print_overlap(FILE *f, const char *lead, const hc_context_run_stats *rs)
+{
+    const double per = rs->tokens > 0 ? 1e6 * (double)rs->tokens : 1.0;
+    const double gpu = (double)rs->gpu_busy_ns / per, cpu = (double)rs->cpu_busy_ns / per,
+                 wall = (double)rs->wall_ns / per;
+    /* Busy time beyond the wall is time both devices worked at once. */
+    const double both = gpu + cpu - wall;
+    fprintf(f,
+            "%sGPU busy %.2f ms%s, CPU busy %.2f ms, wall %.2f ms per token (%.2f ms "
+            "overlapped)\n",
+            lead, gpu, rs->gpu_busy_host_clock ? " (host clock: the plugin cannot time it)" : "",
+            cpu, wall, both > 0 ? both : 0.0);
+}
+
 void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const char *path, const hc_model *m,
                              const hc_context *c, const hc_sampler_params *sp,
                              const hc_run_stats *st)
@@ -310,6 +324,8 @@ void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const char *path, cons
                 (double)rs.bytes_moved / (double)rs.tokens / 1024.0, rs.fallback_calls,
                 rs.passes > 0 ? (double)rs.gpu_syncs / (double)rs.passes : 0.0,
                 rs.passes > 0 ? 100.0 * (double)rs.graph_passes / (double)rs.passes : 0.0);
+        if (rs.gpu_rows > 0 && rs.cpu_rows > 0)
+            hc_tool_print_overlap(f, "overlap: ", &rs);
     }
     fprintf(f, "load:   %8.1f ms\n", st->load_s * 1e3);
     if (st->prompt_tokens > 0 && st->prompt_s > 0)

@@ -100,6 +100,9 @@ const char *hc_tool_split_name(int mode);
 /* Bytes a decoded token reads given the context's measured sparsity (the
  * dense figure when the FFN is dense). */
 double hc_tool_token_bytes(const hc_model *m, const hc_context *c);
+/* "<lead>GPU busy X ms, CPU busy Y ms, wall Z ms per token (W ms overlapped)":
+ * the run statistics' busy times and wall time per evaluated token. */
+void hc_tool_print_overlap(FILE *f, const char *lead, const hc_context_run_stats *rs);
 void hc_tool_print_run_stats(FILE *f, const hc_engine *e, const char *path, const hc_model *m,
                              const hc_context *c, const hc_sampler_params *sp,
                              const hc_run_stats *st);
