@@ -215,6 +215,15 @@ START_TEST(split_flag)
         line--;
     double g = 0;
     ck_assert_msg(sscanf(line, "bandwidth %lf", &g) == 1 && g > 0, "line: %.120s", line);
+    /* And the host <-> GPU transfers a hybrid layer's crossings ride on. */
+    double up = 0, down = 0, us = -1;
+    line = strstr(r.out, "\ntransfer   host -> GPU ");
+    ck_assert_msg(line && sscanf(line, "\ntransfer   host -> GPU %lf GB/s, GPU -> host %lf", &up,
+                                 &down) == 2 && up > 0 && down > 0,
+                  "no transfer line: %s", r.out);
+    const char *lat = strstr(line, "), ");
+    ck_assert_msg(lat && sscanf(lat, "), %lf us for a 4-byte download", &us) == 1 && us > 0,
+                  "line: %.200s", line);
     cli_free(&r);
 }
 END_TEST

@@ -365,6 +365,18 @@ HC_API double hc_host_read_bandwidth(int n_threads, uint64_t bytes, int reps);
  * decode wholly on the GPU is measured against.  0, or -1 with the error
  * set (no GPU, a plugin without copy, no memory). */
 HC_API int hc_model_gpu_bandwidth(hc_model *m, uint64_t bytes, int reps, double *out);
+/* Host <-> GPU transfers of the model's GPU, through page-locked host
+ * memory where its plugin has it (what the per-layer vectors use): bytes/s
+ * of the best of `reps` uploads and downloads of `bytes` (0 = 64 MiB,
+ * halved down to 1 MiB while the device has no room), and the latency of a
+ * 4-byte download waited for (the best of 20): what a hybrid layer's
+ * crossings cost.  0, or -1 with the error set. */
+typedef struct hc_gpu_transfer {
+    double upload, download; /* bytes/s */
+    double latency_s;        /* one small download, issued and waited for */
+    int pinned;              /* 1: page-locked host memory (the plugin's host_alloc) */
+} hc_gpu_transfer;
+HC_API int hc_model_gpu_transfer(hc_model *m, uint64_t bytes, int reps, hc_gpu_transfer *out);
 
 #ifdef __cplusplus
 }

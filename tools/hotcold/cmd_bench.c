@@ -419,10 +419,21 @@ int hc_cmd_bench(int argc, char **argv)
         print_placement(models[i], modes[i]);
     printf("bandwidth  %.1f GB/s host read (best of %d measurements with %d threads over 512 MiB)\n",
            bw / 1e9, o.reps + 1, threads);
-    if (has_gpu)
+    if (has_gpu) {
         printf("bandwidth  %.1f GB/s GPU copy, read + written (best of %d x 3 device copies): the "
                "floor of a mode wholly on the GPU, the host's of the others\n",
                gbw / 1e9, o.reps + 1);
+        /* What a hybrid layer's crossings ride on. */
+        hc_gpu_transfer tr;
+        if (hc_model_gpu_transfer(models[0], 0, 3, &tr) == 0)
+            printf("transfer   host -> GPU %.2f GB/s, GPU -> host %.2f GB/s (%s host memory, "
+                   "best of 3 x 64 MiB), %.1f us for a 4-byte download waited for\n",
+                   tr.upload / 1e9, tr.download / 1e9, tr.pinned ? "page-locked" : "pageable",
+                   tr.latency_s * 1e6);
+        else
+            fprintf(stderr, "hotcold bench: warning: host <-> GPU transfers not measured: %s\n",
+                    hc_last_error());
+    }
     printf("%-10s %8s %9s %10s %9s %8s %10s %8s\n", "ffn", "ffn %", "prompt/s", "decode/s",
            "MiB/tok", "GB/s", "floor/s", "% floor");
     for (int i = 0; i < n_modes; i++) {
