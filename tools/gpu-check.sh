@@ -125,8 +125,29 @@ else
     failed=1
 fi
 
-# The bench: single ops, then decode on models made here (they cannot travel).
+# Perplexity on the GPU (every token's logits, hc_context_eval_all) against
+# the CPU's on the same text: the same to 1e-3.
+for dev in cpu cuda; do
+    step "perplexity_$dev" 60 sh -c '"$1" perplexity -m models/stories260K.gguf \
+        -f tests/data/corpus/tinystories_valid.txt -c 128 --chunks 20 --device "$2" >"$3"' \
+        sh "$hc" "$dev" "$out/perplexity_$dev.out"
+done
+ppl() { sed -n 's/^Final estimate: PPL = \([0-9.]*\).*/\1/p' "$1" 2>/dev/null; }
+p_cpu=$(ppl "$out/perplexity_cpu.out")
+p_gpu=$(ppl "$out/perplexity_cuda.out")
+if [ -n "$p_cpu" ] && [ -n "$p_gpu" ] &&
+    awk -v a="$p_cpu" -v b="$p_gpu" 'BEGIN { d = a - b; exit !(d * d <= (1e-3 * a) ^ 2) }'; then
+    echo "passed   perplexity_same (cpu $p_cpu, cuda $p_gpu)" | tee -a "$out/summary.txt"
+else
+    echo "FAILED   perplexity_same (cpu '$p_cpu', cuda '$p_gpu')" | tee -a "$out/summary.txt"
+    failed=1
+fi
+
+# The bench: single ops (also at the 7B shape: matmul at 1 and 64 tokens,
+# the sparse ops, select_rows, attention), then decode on models made here
+# (they cannot travel).
 step bench_ops 90 "$hc" bench --ops --device cuda
+step bench_ops_7b 90 "$hc" bench --ops --device cuda --shape 7b --type q4_0,f16 -r 2 --mib 1024
 models=${HC_GPU_CHECK_MODELS:-/tmp/hc-gpu-models}
 mkdir -p "$models"
 step mkmodel_tinyllama 60 "$hc" mkmodel --preset tinyllama --type q4_0 --sparsity 0.9 \
@@ -141,6 +162,23 @@ if [ "$(left)" -gt 150 ]; then
         -o "$models/7b.gguf" --force -q
     [ -s "$models/7b.gguf" ] &&
         step bench_7b 120 "$hc" bench -m "$models/7b.gguf" --device cuda -p 0 -n 32 -r 1
+fi
+
+# The paper's comparison in one run: a 13B-shape Q4_0 PWRI file with a budget
+# for attention and ~30% of the FFN (4 GiB of its ~7.3), split by neurons
+# (PowerInfer) and by layers (llama.cpp's -ngl), and the CPU alone.
+if [ "$(left)" -gt 200 ]; then
+    step mkmodel_13b 90 "$hc" mkmodel --preset 13b --type q4_0 --sparsity 0.9 \
+        -o "$models/13b.gguf" --force -q
+    if [ -s "$models/13b.gguf" ]; then
+        for split in neurons layers; do
+            step "bench_13b_$split" 90 "$hc" bench -m "$models/13b.gguf" --device cuda \
+                --vram-budget 4 --split "$split" --sparse predictor -p 0 -n 16 -r 1
+        done
+        step bench_13b_cpu 90 "$hc" bench -m "$models/13b.gguf" --sparse predictor -p 0 -n 8 -r 1
+        grep -h '^predictor' "$out"/bench_13b_*.txt 2>/dev/null | sed 's/^/         /' |
+            tee -a "$out/summary.txt"
+    fi
 fi
 
 # The kernels with 64-lane wavefronts, two warps each (HC_CUDA_EMULATE_WAVE64):
