@@ -68,17 +68,20 @@ static const char *ids_str(const int32_t *ids, int n)
 
 /* ---- llama.cpp's test vectors ---------------------------------------------- */
 
-START_TEST(vocab_vectors)
+/* Run every vector of tokenizer/<vocab>.gguf(.inp/.out): encode without BOS
+ * must give the .out line, and decoding must give the text back (behind
+ * SentencePiece's dummy-prefix space when spm_prefix).  Returns the number of
+ * vectors. */
+static int run_vectors(const char *vocab, int n_vocab, int spm_prefix)
 {
-    const char *base = hc_test_path(HC_TEST_DATA, "tokenizer/ggml-vocab-llama-spm.gguf");
-    char inp_path[4096], out_path[4096];
+    char name[256], inp_path[4096], out_path[4096];
+    snprintf(name, sizeof name, "tokenizer/%s.gguf", vocab);
+    const char *base = hc_test_path(HC_TEST_DATA, name);
     snprintf(inp_path, sizeof inp_path, "%s.inp", base);
     snprintf(out_path, sizeof out_path, "%s.out", base);
     hc_gguf *g = open_or_fail(base);
     hc_tokenizer *t = load_or_fail(g);
-    ck_assert_int_eq(hc_tokenizer_n_vocab(t), 32000);
-    ck_assert_int_eq(hc_tokenizer_bos(t), 1);
-    ck_assert_int_eq(hc_tokenizer_eos(t), 2);
+    ck_assert_int_eq(hc_tokenizer_n_vocab(t), n_vocab);
     /* The tokenizer copies what it needs: the mapping can go now. */
     hc_gguf_close(g);
 
@@ -99,7 +102,8 @@ START_TEST(vocab_vectors)
         if (!end)
             break;
         char *nl = strchr(line, '\n');
-        ck_assert_msg(nl != NULL, ".out has fewer lines than .inp has texts (%d)", n_vectors);
+        ck_assert_msg(nl != NULL, "%s: .out has fewer lines than .inp has texts (%d)", vocab,
+                      n_vectors);
         *nl = 0;
         int n_want = 0;
         for (char *p = line, *q; n_want < 4096; p = q) {
@@ -112,18 +116,21 @@ START_TEST(vocab_vectors)
         size_t len = (size_t)(end - text);
         int n = hc_tokenizer_encode(t, text, len, 0, ids, 4096);
         ck_assert_msg(n == n_want && memcmp(ids, want, (size_t)n * sizeof *ids) == 0,
-                      "vector %d \"%.*s\":\n got %s\nwant %s", n_vectors, (int)len, text,
-                      ids_str(ids, n), ids_str(want, n_want));
+                      "%s vector %d \"%.*s\":\n got %s\nwant %s", vocab, n_vectors, (int)len,
+                      text, ids_str(ids, n), ids_str(want, n_want));
 
-        /* Byte fallback keeps every byte, so decoding gives back exactly the
-         * text behind the dummy-prefix space. */
+        /* Every byte is kept (byte fallback, or BPE's byte alphabet), so
+         * decoding gives back exactly the text. */
         size_t dn;
         char *dec = decode(t, ids, n, &dn);
         if (len == 0) {
             ck_assert_uint_eq(dn, 0);
-        } else {
+        } else if (spm_prefix) {
             ck_assert_msg(dn == len + 1 && dec[0] == ' ' && memcmp(dec + 1, text, len) == 0,
-                          "vector %d does not round-trip: \"%s\"", n_vectors, dec);
+                          "%s vector %d does not round-trip: \"%s\"", vocab, n_vectors, dec);
+        } else {
+            ck_assert_msg(dn == len && memcmp(dec, text, len) == 0,
+                          "%s vector %d does not round-trip: \"%s\"", vocab, n_vectors, dec);
         }
         free(dec);
 
@@ -131,12 +138,37 @@ START_TEST(vocab_vectors)
         text = end + sep_len;
         line = nl + 1;
     }
-    ck_assert_int_eq(n_vectors, 46);
-    ck_assert_msg(*line == 0, ".out has more lines than .inp has texts");
+    ck_assert_msg(*line == 0, "%s: .out has more lines than .inp has texts", vocab);
     free(ids);
     free(inp);
     free(out);
     hc_tokenizer_free(t);
+    return n_vectors;
+}
+
+START_TEST(vocab_vectors)
+{
+    hc_gguf *g = open_or_fail(hc_test_path(HC_TEST_DATA, "tokenizer/ggml-vocab-llama-spm.gguf"));
+    hc_tokenizer *t = load_or_fail(g);
+    ck_assert_int_eq(hc_tokenizer_bos(t), 1);
+    ck_assert_int_eq(hc_tokenizer_eos(t), 2);
+    hc_tokenizer_free(t);
+    hc_gguf_close(g);
+    ck_assert_int_eq(run_vectors("ggml-vocab-llama-spm", 32000, 1), 46);
+}
+END_TEST
+
+/* ---- byte-level BPE: llama.cpp's Falcon and GPT-2 vectors --------------------- */
+
+START_TEST(bpe_vectors_falcon)
+{
+    ck_assert_int_eq(run_vectors("ggml-vocab-falcon", 65024, 0), 46);
+}
+END_TEST
+
+START_TEST(bpe_vectors_gpt2)
+{
+    ck_assert_int_eq(run_vectors("ggml-vocab-gpt-2", 50257, 0), 46);
 }
 END_TEST
 
@@ -538,6 +570,8 @@ static Suite *tokenizer_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, vocab_vectors);
+    tcase_add_test(tc, bpe_vectors_falcon);
+    tcase_add_test(tc, bpe_vectors_gpt2);
     tcase_add_test(tc, golden_prompt_stories260K);
     tcase_add_test(tc, golden_prompt_relu2M);
     tcase_add_test(tc, greedy_story_decodes);

@@ -159,7 +159,11 @@ static int load_model_name(const hc_gguf *g, hc_tokenizer_kind *kind)
         *kind = HC_TOKENIZER_SPM;
         return 0;
     }
-    hc_set_error("tokenizer: unsupported tokenizer.ggml.model '%.*s' (only 'llama' is)",
+    if (n == 4 && memcmp(model, "gpt2", 4) == 0) {
+        *kind = HC_TOKENIZER_BPE;
+        return 0;
+    }
+    hc_set_error("tokenizer: unsupported tokenizer.ggml.model '%.*s' (llama and gpt2 are)",
                  (int)(n > 32 ? 32 : n), model);
     return -1;
 }
@@ -272,18 +276,24 @@ hc_tokenizer *hc_tokenizer_load(const hc_gguf *g)
     t->kind = kind;
     if (load_tokens(t, g) != 0 || load_types(t, g, &have_types) != 0)
         goto fail;
-    if (hc_spm_load(t, g, have_types) != 0)
-        goto fail;
-    if (read_id(g, "tokenizer.ggml.bos_token_id", 1, t->n_vocab, &t->bos) != 0 ||
-        read_id(g, "tokenizer.ggml.eos_token_id", 2, t->n_vocab, &t->eos) != 0 ||
-        read_id(g, "tokenizer.ggml.unknown_token_id", 0, t->n_vocab, &t->unk) != 0 ||
-        read_flag(g, "tokenizer.ggml.add_bos_token", 1, &t->add_bos) != 0 ||
-        read_flag(g, "tokenizer.ggml.add_space_prefix", 1, &t->add_space_prefix) != 0)
+    /* SentencePiece may find byte tokens the table must leave out; BPE looks
+     * its merges up in the table. */
+    if (kind == HC_TOKENIZER_SPM && hc_spm_load(t, g, have_types) != 0)
         goto fail;
     if (build_table(t) != 0) {
         hc_set_error("tokenizer: out of memory for the piece table");
         goto fail;
     }
+    if (kind == HC_TOKENIZER_BPE && hc_bpe_load(t, g) != 0)
+        goto fail;
+    if (read_id(g, "tokenizer.ggml.bos_token_id", 1, t->n_vocab, &t->bos) != 0 ||
+        read_id(g, "tokenizer.ggml.eos_token_id", 2, t->n_vocab, &t->eos) != 0 ||
+        read_id(g, "tokenizer.ggml.unknown_token_id", 0, t->n_vocab, &t->unk) != 0 ||
+        /* SentencePiece models add BOS unless told not to; GPT-2's and
+         * Falcon's tokenizers never did. */
+        read_flag(g, "tokenizer.ggml.add_bos_token", kind == HC_TOKENIZER_SPM, &t->add_bos) != 0 ||
+        read_flag(g, "tokenizer.ggml.add_space_prefix", 1, &t->add_space_prefix) != 0)
+        goto fail;
     return t;
 fail:
     hc_tokenizer_free(t);
@@ -300,6 +310,7 @@ void hc_tokenizer_free(hc_tokenizer *t)
     free(t->score);
     free(t->type);
     free(t->slots);
+    hc_bpe_free(t->bpe);
     free(t);
 }
 
@@ -346,7 +357,8 @@ int hc_tokenizer_encode(const hc_tokenizer *t, const char *text, size_t len, int
         hc_tok_emit(t->bos, ids, max, &count);
     if (len == 0)
         return count;
-    if (hc_spm_encode(t, text, len, ids, max, &count) != 0)
+    if ((t->kind == HC_TOKENIZER_SPM ? hc_spm_encode : hc_bpe_encode)(t, text, len, ids, max,
+                                                                      &count) != 0)
         return -1;
     return count;
 }
@@ -361,5 +373,6 @@ int hc_tokenizer_piece(const hc_tokenizer *t, int32_t id, char *buf, int bufsize
         hc_set_error("tokenizer: invalid buffer for a piece");
         return -1;
     }
-    return hc_spm_piece(t, id, buf, bufsize);
+    return t->kind == HC_TOKENIZER_SPM ? hc_spm_piece(t, id, buf, bufsize)
+                                       : hc_bpe_piece(t, id, buf, bufsize);
 }

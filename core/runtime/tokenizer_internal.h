@@ -19,6 +19,8 @@ typedef enum hc_tokenizer_kind {
     HC_TOKENIZER_BPE = 1  /* tokenizer.ggml.model = "gpt2" */
 } hc_tokenizer_kind;
 
+typedef struct hc_bpe hc_bpe; /* tokenizer_bpe.c */
+
 struct hc_tokenizer {
     hc_tokenizer_kind kind;
     int n_vocab;
@@ -30,10 +32,14 @@ struct hc_tokenizer {
     uint32_t slot_mask; /* table size - 1 (a power of two) */
     int bos, eos, unk;
     int add_bos;
+    /* SentencePiece: the byte-fallback token of each byte value, or -1;
+     * byte-level BPE: the token of each byte's code point (all 256 exist). */
+    int32_t byte_id[256];
     /* SentencePiece only. */
     float *score;
-    int32_t byte_id[256]; /* byte-fallback token of each byte value, or -1 */
     int add_space_prefix;
+    /* Byte-level BPE only. */
+    hc_bpe *bpe;
 };
 
 /* Id of the text-matchable piece equal to s[0..n), or -1 (tokenizer.c). */
@@ -58,5 +64,13 @@ int hc_spm_load(hc_tokenizer *t, const hc_gguf *g, int have_types);
 int hc_spm_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *ids, int max,
                   int *count);
 int hc_spm_piece(const hc_tokenizer *t, int32_t id, char *buf, int bufsize);
+
+/* Byte-level BPE (tokenizer_bpe.c): the same shape; load fills t->bpe and
+ * t->byte_id. */
+int hc_bpe_load(hc_tokenizer *t, const hc_gguf *g);
+void hc_bpe_free(hc_bpe *b);
+int hc_bpe_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *ids, int max,
+                  int *count);
+int hc_bpe_piece(const hc_tokenizer *t, int32_t id, char *buf, int bufsize);
 
 #endif /* HC_CORE_TOKENIZER_INTERNAL_H */
