@@ -276,6 +276,14 @@ hc_tokenizer *hc_tokenizer_load(const hc_gguf *g)
     t->kind = kind;
     if (load_tokens(t, g) != 0 || load_types(t, g, &have_types) != 0)
         goto fail;
+    if (read_id(g, "tokenizer.ggml.bos_token_id", 1, t->n_vocab, &t->bos) != 0 ||
+        read_id(g, "tokenizer.ggml.eos_token_id", 2, t->n_vocab, &t->eos) != 0 ||
+        read_id(g, "tokenizer.ggml.unknown_token_id", 0, t->n_vocab, &t->unk) != 0 ||
+        /* SentencePiece models add BOS unless told not to; GPT-2's and
+         * Falcon's tokenizers never did. */
+        read_flag(g, "tokenizer.ggml.add_bos_token", kind == HC_TOKENIZER_SPM, &t->add_bos) != 0 ||
+        read_flag(g, "tokenizer.ggml.add_space_prefix", 1, &t->add_space_prefix) != 0)
+        goto fail;
     /* SentencePiece may find byte tokens the table must leave out; BPE looks
      * its merges up in the table. */
     if (kind == HC_TOKENIZER_SPM && hc_spm_load(t, g, have_types) != 0)
@@ -285,14 +293,6 @@ hc_tokenizer *hc_tokenizer_load(const hc_gguf *g)
         goto fail;
     }
     if (kind == HC_TOKENIZER_BPE && hc_bpe_load(t, g) != 0)
-        goto fail;
-    if (read_id(g, "tokenizer.ggml.bos_token_id", 1, t->n_vocab, &t->bos) != 0 ||
-        read_id(g, "tokenizer.ggml.eos_token_id", 2, t->n_vocab, &t->eos) != 0 ||
-        read_id(g, "tokenizer.ggml.unknown_token_id", 0, t->n_vocab, &t->unk) != 0 ||
-        /* SentencePiece models add BOS unless told not to; GPT-2's and
-         * Falcon's tokenizers never did. */
-        read_flag(g, "tokenizer.ggml.add_bos_token", kind == HC_TOKENIZER_SPM, &t->add_bos) != 0 ||
-        read_flag(g, "tokenizer.ggml.add_space_prefix", 1, &t->add_space_prefix) != 0)
         goto fail;
     return t;
 fail:
