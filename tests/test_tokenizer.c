@@ -568,6 +568,39 @@ START_TEST(long_text)
 }
 END_TEST
 
+/* Long texts stay fast with BPE too: sentences, one 200 KB run of spaces
+ * (GPT-2's \s+(?!\S) backs off one space) and one 200 KB word (a single
+ * pre-token for the merge heap). */
+START_TEST(bpe_long_text)
+{
+    hc_gguf *g = open_or_fail(hc_test_path(HC_TEST_DATA, "tokenizer/ggml-vocab-falcon.gguf"));
+    hc_tokenizer *t = load_or_fail(g);
+    hc_gguf_close(g);
+    static const char unit[] = "The quick brown fox jumps over the lazy dog. \xc3\xa9\xe2\x82\xac 1234 ";
+    const size_t reps = 20000, ul = sizeof unit - 1, run = 200000;
+    const size_t len = ul * reps + 2 * run;
+    char *text = malloc(len);
+    ck_assert_ptr_nonnull(text);
+    for (size_t i = 0; i < reps; i++)
+        memcpy(text + i * ul, unit, ul);
+    memset(text + ul * reps, ' ', run);
+    memset(text + ul * reps + run, 'a', run);
+    int n = hc_tokenizer_encode(t, text, len, 0, NULL, 0);
+    ck_assert_int_gt(n, (int)reps * 10);
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    ck_assert_ptr_nonnull(ids);
+    ck_assert_int_eq(hc_tokenizer_encode(t, text, len, 0, ids, n), n);
+    size_t dn;
+    char *dec = decode(t, ids, n, &dn);
+    ck_assert_uint_eq(dn, len);
+    ck_assert(memcmp(dec, text, len) == 0);
+    free(dec);
+    free(ids);
+    free(text);
+    hc_tokenizer_free(t);
+}
+END_TEST
+
 /* ---- byte-level BPE: a hand-made vocab -------------------------------------------
  * Ids 0..255 are the byte alphabet (token b spells byte b's code point),
  * then the pieces below; the merges give each its rank. */
@@ -752,6 +785,12 @@ START_TEST(bpe_rules)
     EXPECT_BPE(t, "a\xc3", 'a', 0xC3);
     EXPECT_BPE(t, "\xff\xfe" "ab\xe2\x82", 0xFF, 0xFE, B_AB, 0xE2, 0x82);
     EXPECT_BPE(t, "\n\t", 10, 9);
+    /* Well-formed looking but not UTF-8: a surrogate, an overlong '/', past
+     * U+10FFFF; and a bad byte between letters. */
+    EXPECT_BPE(t, "\xed\xa0\x80", 0xED, 0xA0, 0x80);
+    EXPECT_BPE(t, "\xc0\xaf", 0xC0, 0xAF);
+    EXPECT_BPE(t, "\xf4\x90\x80\x80", 0xF4, 0x90, 0x80, 0x80);
+    EXPECT_BPE(t, "a\xff" "b", 'a', 0xFF, 'b');
 
     /* gpt2 vocabs add no BOS unless told; add_bos 1 still does. */
     int32_t ids[4];
@@ -942,6 +981,7 @@ static Suite *tokenizer_suite(void)
     tcase_add_test(tc, bpe_load_errors);
     tcase_add_test(tc, bpe_golden_prompts);
     tcase_add_test(tc, bpe_concurrent_encodes);
+    tcase_add_test(tc, bpe_long_text);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -77,8 +77,7 @@ hc_pretok *hc_pretok_new(const char *name, size_t n)
         int err;
         PCRE2_SIZE at;
         p->code[i] = pcre2_compile((PCRE2_SPTR)def->stage[i].pattern, PCRE2_ZERO_TERMINATED,
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &err, &at,
-                                   NULL);
+                                   PCRE2_UTF | PCRE2_UCP, &err, &at, NULL);
         if (!p->code[i]) {
             PCRE2_UCHAR msg[128];
             pcre2_get_error_message(err, msg, sizeof msg);
@@ -93,6 +92,35 @@ fail:
     return NULL;
 }
 
+/* Length of the valid UTF-8 character at s[0] (RFC 3629: no overlong form,
+ * no surrogate, at most U+10FFFF; at most avail bytes), or 0. */
+static size_t utf8_valid_len(const unsigned char *s, size_t avail)
+{
+    unsigned lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+        n = 2;
+    } else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+        n = 3;
+        lo = s[0] == 0xE0 ? 0xA0 : lo;
+        hi = s[0] == 0xED ? 0x9F : hi;
+    } else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+        n = 4;
+        lo = s[0] == 0xF0 ? 0x90 : lo;
+        hi = s[0] == 0xF4 ? 0x8F : hi;
+    } else {
+        return 0;
+    }
+    if (n > avail || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
 /* Split each piece of subject (between in[k] and in[k + 1]) at code's
  * matches into out; a piece is matched alone, so ^, $ and the lookahead see
  * only it. */
@@ -104,8 +132,14 @@ static int split_stage(const pcre2_code *code, pcre2_match_data *md, const char 
     for (size_t k = 0; k + 1 < n_in; k++) {
         const char *piece = subject + in[k];
         size_t plen = in[k + 1] - in[k], at = 0;
+        /* A run of bad bytes (split_invalid_utf8) stays whole. */
+        if (utf8_valid_len((const unsigned char *)piece, plen) == 0)
+            at = plen;
         while (at < plen) {
-            int rc = pcre2_match(code, (PCRE2_SPTR)piece, plen, at, PCRE2_NOTEMPTY, md, NULL);
+            /* Pieces are valid UTF-8 (split_invalid_utf8); PCRE2's own check
+             * would rescan the rest of the piece at every call. */
+            int rc = pcre2_match(code, (PCRE2_SPTR)piece, plen, at,
+                                 PCRE2_NOTEMPTY | PCRE2_NO_UTF_CHECK, md, NULL);
             const PCRE2_SIZE *ov;
             if (rc == PCRE2_ERROR_NOMATCH)
                 break;
@@ -129,6 +163,25 @@ static int split_stage(const pcre2_code *code, pcre2_match_data *md, const char 
     return 0;
 }
 
+/* The first cuts: between runs of valid UTF-8 and runs of bytes that are
+ * not, so each run of bad bytes is a piece the patterns never see (as
+ * PCRE2's invalid-UTF mode would treat them, without its rescans). */
+static size_t split_invalid_utf8(const char *text, size_t len, size_t *cuts)
+{
+    size_t n = 0;
+    int prev_valid = -1;
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_valid_len((const unsigned char *)text + i, len - i);
+        int valid = k > 0;
+        if (valid != prev_valid)
+            cuts[n++] = i;
+        prev_valid = valid;
+        i += valid ? k : 1;
+    }
+    cuts[n++] = len;
+    return n;
+}
+
 /* Move cuts from raw byte offsets to offsets into the mapped text
  * (to_mapped 1) or back (0).  Cuts are sorted and on character boundaries of
  * the mapped text, so each lands on a byte of its own. */
@@ -147,7 +200,7 @@ int hc_pretok_split(const hc_pretok *p, const char *text, size_t len, size_t *cu
                     size_t *n_cuts)
 {
     pcre2_match_data *md = NULL;
-    size_t *tmp = NULL, *in = cuts, *out, n = 1;
+    size_t *tmp = NULL, *in = cuts, *out, n;
     char *mapped = NULL;
     const char *subject = text;
     int ret = -1, on_mapped = 0;
@@ -157,7 +210,7 @@ int hc_pretok_split(const hc_pretok *p, const char *text, size_t len, size_t *cu
         *n_cuts = 1;
         return 0;
     }
-    cuts[n++] = len;
+    n = split_invalid_utf8(text, len, cuts);
     /* No pattern captures: the whole match is all the match data holds. */
     md = pcre2_match_data_create(1, NULL);
     tmp = malloc((2 * len + 1) * sizeof *tmp);

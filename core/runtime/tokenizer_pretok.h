@@ -15,11 +15,10 @@
  *           (Falcon's tokenizer.json: Punctuation contiguous, ByteLevel,
  *           Digits, Split isolated)
  *
- * Patterns are compiled once (PCRE2, UTF + UCP mode, invalid UTF-8 allowed:
- * a byte that is not valid UTF-8 matches nothing and so lands in the text
- * between matches, a piece of its own).  The compiled pre-tokenizer is
- * immutable; each split has its own match data, so concurrent splits are
- * safe.
+ * Patterns are compiled once (PCRE2, UTF + UCP mode).  Text that is not
+ * valid UTF-8 is cut first: each run of bad bytes is a piece of its own that
+ * no pattern sees.  The compiled pre-tokenizer is immutable; each split has
+ * its own match data, so concurrent splits are safe.
  */
 #ifndef HC_CORE_TOKENIZER_PRETOK_H
 #define HC_CORE_TOKENIZER_PRETOK_H
