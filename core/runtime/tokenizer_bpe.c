@@ -325,7 +325,7 @@ int hc_bpe_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *
                   int *count)
 {
     encoder e = {t->bpe, NULL, NULL, NULL, NULL, 0};
-    size_t *cuts = NULL, n_cuts;
+    size_t *cuts = NULL, n_cuts, longest = 0;
     int ret = -1;
 
     /* At most one id per byte, plus BOS, in an int. */
@@ -337,14 +337,21 @@ int hc_bpe_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *
     e.sym_id = malloc(len * sizeof *e.sym_id);
     e.next = malloc(len * sizeof *e.next);
     e.prev = malloc(len * sizeof *e.prev);
-    /* Per pre-token: n - 1 initial candidates, at most two per merge. */
-    e.heap = malloc(3 * len * sizeof *e.heap);
-    if (!cuts || !e.sym_id || !e.next || !e.prev || !e.heap) {
+    if (!cuts || !e.sym_id || !e.next || !e.prev) {
         hc_set_error("tokenizer: out of memory for %zu bytes of text", len);
         goto out;
     }
     if (hc_pretok_split(t->bpe->pretok, text, len, cuts, &n_cuts) != 0)
         goto out;
+    /* A pre-token of n bytes has n - 1 initial candidates and at most two
+     * more per merge. */
+    for (size_t k = 0; k + 1 < n_cuts; k++)
+        longest = cuts[k + 1] - cuts[k] > longest ? cuts[k + 1] - cuts[k] : longest;
+    e.heap = malloc(3 * longest * sizeof *e.heap);
+    if (!e.heap && longest > 0) {
+        hc_set_error("tokenizer: out of memory for %zu bytes of text", len);
+        goto out;
+    }
     for (size_t k = 0; k + 1 < n_cuts; k++)
         encode_piece(&e, t, text, cuts[k], cuts[k + 1], ids, max, count);
     ret = 0;
