@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config   # compiler and build
   check libjson-c-dev                # test framework; JSON for the golden files
+  libpcre2-dev                        # regexes of the byte-level BPE pre-tokenizers (Unicode classes)
   libvulkan-dev mesa-vulkan-drivers vulkan-tools vulkan-validationlayers
   glslang-tools glslc spirv-tools     # Vulkan plugin and its shaders (lavapipe runs them on the CPU)
   hipcc libamdhip64-dev               # ROCm plugin (builds here, runs on AMD GPUs)
