@@ -35,8 +35,9 @@ mkdir -p "$kit/wave64"
 cp "$build-wave64/lib/hotcold/libhc-cuda.so" "$kit/wave64/"
 pwd > "$kit/source-dir"
 
-# The runtime libraries the test binaries and the Vulkan plugin need.
-debs=(libsubunit0 libjson-c5 libvulkan1)
+# The runtime libraries the test binaries and the Vulkan plugin need (and
+# PCRE2, the BPE tokenizer's, in case the GPU machine lacks it).
+debs=(libsubunit0 libjson-c5 libvulkan1 libpcre2-8-0)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get download "${debs[@]}" >/dev/null)
