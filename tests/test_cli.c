@@ -222,7 +222,8 @@ START_TEST(split_flag)
                                  &down) == 2 && up > 0 && down > 0,
                   "no transfer line: %s", r.out);
     const char *lat = strstr(line, "), ");
-    ck_assert_msg(lat && sscanf(lat, "), %lf us for a 4-byte download", &us) == 1 && us > 0,
+    /* A time, not a bound: a download from mapped memory may print 0.00. */
+    ck_assert_msg(lat && sscanf(lat, "), %lf us for a 4-byte download", &us) == 1 && us >= 0,
                   "line: %.200s", line);
     cli_free(&r);
 }

@@ -427,7 +427,7 @@ int hc_cmd_bench(int argc, char **argv)
         hc_gpu_transfer tr;
         if (hc_model_gpu_transfer(models[0], 0, 3, &tr) == 0)
             printf("transfer   host -> GPU %.2f GB/s, GPU -> host %.2f GB/s (%s host memory, "
-                   "best of 3 x 64 MiB), %.1f us for a 4-byte download waited for\n",
+                   "best of 3 x 64 MiB), %.2f us for a 4-byte download waited for\n",
                    tr.upload / 1e9, tr.download / 1e9, tr.pinned ? "page-locked" : "pageable",
                    tr.latency_s * 1e6);
         else
