@@ -144,13 +144,10 @@ int hc_dev_has_events(const hc_dev *d)
     return d->has_events;
 }
 
-int hc_dev_events_open(hc_dev *d, int timing)
+/* Every event the device's waits and spans use, into all[]; their count. */
+#define ALL_EVENTS (2 * HC_DEV_SPANS + 2)
+static int list_events(hc_dev *d, hc_dev_event *all[ALL_EVENTS])
 {
-    d->timing = timing;
-    d->has_events = 1;
-    if (timing != HC_DEV_TIME_SPANS || !plugin_events(d))
-        return 0; /* the default: nothing to make */
-    hc_dev_event *all[2 * HC_DEV_SPANS + 2];
     int n = 0;
     for (int i = 0; i < HC_DEV_SPANS; i++) {
         all[n++] = &d->span[i][0];
@@ -158,6 +155,17 @@ int hc_dev_events_open(hc_dev *d, int timing)
     }
     all[n++] = &d->here;
     all[n++] = &d->reads_done;
+    return n;
+}
+
+int hc_dev_events_open(hc_dev *d, int timing)
+{
+    d->timing = timing;
+    d->has_events = 1;
+    if (timing != HC_DEV_TIME_SPANS || !plugin_events(d))
+        return 0; /* the default: nothing to make */
+    hc_dev_event *all[ALL_EVENTS];
+    const int n = list_events(d, all);
     for (int i = 0; i < n; i++)
         if (check(d, d->ops->event_create(d->dev, &all[i]->ev), "event_create")) {
             hc_dev_events_close(d);
@@ -168,14 +176,8 @@ int hc_dev_events_open(hc_dev *d, int timing)
 
 void hc_dev_events_close(hc_dev *d)
 {
-    hc_dev_event *all[2 * HC_DEV_SPANS + 2];
-    int n = 0;
-    for (int i = 0; i < HC_DEV_SPANS; i++) {
-        all[n++] = &d->span[i][0];
-        all[n++] = &d->span[i][1];
-    }
-    all[n++] = &d->here;
-    all[n++] = &d->reads_done;
+    hc_dev_event *all[ALL_EVENTS];
+    const int n = list_events(d, all);
     for (int i = 0; i < n; i++)
         if (all[i]->ev) {
             d->ops->event_destroy(all[i]->ev);

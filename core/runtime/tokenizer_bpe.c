@@ -16,6 +16,7 @@
 
 #include "runtime/tokenizer_internal.h"
 #include "runtime/tokenizer_pretok.h"
+#include "util/heap.h"
 #include "util/log.h"
 
 typedef struct merge_slot {
@@ -224,51 +225,18 @@ typedef struct encoder {
     const hc_bpe *b;
     int32_t *sym_id; /* per byte of the text: the token of the symbol starting there */
     int *next, *prev; /* neighbours; -1 at a pre-token's ends */
-    candidate *heap;
-    size_t heap_n;
+    hc_heap heap; /* of candidate */
 } encoder;
+_Static_assert(sizeof(candidate) <= HC_HEAP_MAX_ITEM, "a candidate fits the heap's elements");
 
 /* Lower rank first; on a tie the leftmost (symbols are indexed by their
  * first byte). */
-static int before(const candidate *x, const candidate *y)
+static int before(const void *px, const void *py)
 {
+    const candidate *x = px, *y = py;
     if (x->rank != y->rank)
         return x->rank < y->rank;
     return x->left < y->left;
-}
-
-static void heap_push(encoder *e, candidate c)
-{
-    size_t i = e->heap_n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!before(&c, &e->heap[parent]))
-            break;
-        e->heap[i] = e->heap[parent];
-        i = parent;
-    }
-    e->heap[i] = c;
-}
-
-static candidate heap_pop(encoder *e)
-{
-    candidate top = e->heap[0];
-    candidate last = e->heap[--e->heap_n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= e->heap_n)
-            break;
-        if (c + 1 < e->heap_n && before(&e->heap[c + 1], &e->heap[c]))
-            c++;
-        if (!before(&e->heap[c], &last))
-            break;
-        e->heap[i] = e->heap[c];
-        i = c;
-    }
-    if (e->heap_n > 0)
-        e->heap[i] = last;
-    return top;
 }
 
 static void try_pair(encoder *e, int left, int right)
@@ -277,8 +245,10 @@ static void try_pair(encoder *e, int left, int right)
     if (left < 0 || right < 0)
         return;
     m = find_merge(e->b, e->sym_id[left], e->sym_id[right]);
-    if (m)
-        heap_push(e, (candidate){m->rank, left, right, m->left, m->right, m->id});
+    if (m) {
+        const candidate c = {m->rank, left, right, m->left, m->right, m->id};
+        hc_heap_push(&e->heap, &c);
+    }
 }
 
 /* BPE over the bytes [start, end) of one pre-token, emitting its ids.  A
@@ -287,7 +257,7 @@ static void encode_piece(encoder *e, const hc_tokenizer *t, const char *text, si
                          size_t end, int32_t *ids, int max, int *count)
 {
     int first = -1, last = -1;
-    e->heap_n = 0;
+    e->heap.n = 0;
     for (size_t i = start; i < end; i++) {
         int32_t id = t->byte_id[(uint8_t)text[i]];
         if (id < 0)
@@ -303,8 +273,9 @@ static void encode_piece(encoder *e, const hc_tokenizer *t, const char *text, si
     }
     for (int i = first; i >= 0; i = e->next[i])
         try_pair(e, i, e->next[i]);
-    while (e->heap_n > 0) {
-        candidate c = heap_pop(e);
+    while (e->heap.n > 0) {
+        candidate c;
+        hc_heap_pop(&e->heap, &c);
         if (e->next[c.left] != c.right || e->sym_id[c.left] != c.lid ||
             e->sym_id[c.right] != c.rid)
             continue; /* stale: a side merged elsewhere since */
@@ -324,7 +295,7 @@ static void encode_piece(encoder *e, const hc_tokenizer *t, const char *text, si
 int hc_bpe_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *ids, int max,
                   int *count)
 {
-    encoder e = {t->bpe, NULL, NULL, NULL, NULL, 0};
+    encoder e = {t->bpe, NULL, NULL, NULL, {NULL, 0, sizeof(candidate), before}};
     size_t *cuts = NULL, n_cuts, longest = 0;
     int ret = -1;
 
@@ -347,8 +318,8 @@ int hc_bpe_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *
      * more per merge. */
     for (size_t k = 0; k + 1 < n_cuts; k++)
         longest = cuts[k + 1] - cuts[k] > longest ? cuts[k + 1] - cuts[k] : longest;
-    e.heap = malloc(3 * longest * sizeof *e.heap);
-    if (!e.heap && longest > 0) {
+    e.heap.items = malloc(3 * longest * sizeof(candidate));
+    if (!e.heap.items && longest > 0) {
         hc_set_error("tokenizer: out of memory for %zu bytes of text", len);
         goto out;
     }
@@ -360,7 +331,7 @@ out:
     free(e.sym_id);
     free(e.next);
     free(e.prev);
-    free(e.heap);
+    free(e.heap.items);
     return ret;
 }
 

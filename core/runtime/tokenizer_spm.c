@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "runtime/tokenizer_internal.h"
+#include "util/heap.h"
 #include "util/log.h"
 
 #define TOK_SPACE_MARK "\xe2\x96\x81" /* U+2581 LOWER ONE EIGHTH BLOCK */
@@ -113,51 +114,18 @@ typedef struct encoder {
     const hc_tokenizer *t;
     char *text;   /* normalized */
     symbol *sym;
-    bigram *heap;
-    size_t heap_n;
+    hc_heap heap; /* of bigram */
 } encoder;
+_Static_assert(sizeof(bigram) <= HC_HEAP_MAX_ITEM, "a bigram fits the heap's elements");
 
 /* Higher score first; on equal scores the leftmost pair (lower left index,
  * and symbol indices grow left to right) first. */
-static int bigram_before(const bigram *a, const bigram *b)
+static int bigram_before(const void *pa, const void *pb)
 {
+    const bigram *a = pa, *b = pb;
     if (a->score != b->score)
         return a->score > b->score;
     return a->left < b->left;
-}
-
-static void heap_push(encoder *e, bigram b)
-{
-    size_t i = e->heap_n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!bigram_before(&b, &e->heap[parent]))
-            break;
-        e->heap[i] = e->heap[parent];
-        i = parent;
-    }
-    e->heap[i] = b;
-}
-
-static bigram heap_pop(encoder *e)
-{
-    bigram top = e->heap[0];
-    bigram last = e->heap[--e->heap_n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= e->heap_n)
-            break;
-        if (c + 1 < e->heap_n && bigram_before(&e->heap[c + 1], &e->heap[c]))
-            c++;
-        if (!bigram_before(&e->heap[c], &last))
-            break;
-        e->heap[i] = e->heap[c];
-        i = c;
-    }
-    if (e->heap_n > 0)
-        e->heap[i] = last;
-    return top;
 }
 
 static void try_pair(encoder *e, int left, int right)
@@ -170,13 +138,14 @@ static void try_pair(encoder *e, int left, int right)
     id = hc_tok_lookup(e->t, e->text + e->sym[left].start, n);
     if (id < 0)
         return;
-    heap_push(e, (bigram){e->t->score[id], left, right, n});
+    const bigram b = {e->t->score[id], left, right, n};
+    hc_heap_push(&e->heap, &b);
 }
 
 int hc_spm_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *ids, int max,
                   int *count)
 {
-    encoder e = {t, NULL, NULL, NULL, 0};
+    encoder e = {t, NULL, NULL, {NULL, 0, sizeof(bigram), bigram_before}};
     size_t cap, n_text = 0, n_sym = 0;
     int ret = -1;
 
@@ -208,8 +177,8 @@ int hc_spm_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *
     /* One symbol per character; at most one per byte. */
     e.sym = malloc(n_text * sizeof *e.sym);
     /* Each merge adds at most two candidates to the n-1 initial ones. */
-    e.heap = malloc(3 * n_text * sizeof *e.heap);
-    if (!e.sym || !e.heap) {
+    e.heap = (hc_heap){malloc(3 * n_text * sizeof(bigram)), 0, sizeof(bigram), bigram_before};
+    if (!e.sym || !e.heap.items) {
         hc_set_error("tokenizer: out of memory for %zu bytes of text", len);
         goto out;
     }
@@ -226,8 +195,9 @@ int hc_spm_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *
     for (size_t i = 1; i < n_sym; i++)
         try_pair(&e, (int)i - 1, (int)i);
 
-    while (e.heap_n > 0) {
-        bigram b = heap_pop(&e);
+    while (e.heap.n > 0) {
+        bigram b;
+        hc_heap_pop(&e.heap, &b);
         symbol *l = &e.sym[b.left], *r = &e.sym[b.right];
         if (l->n == 0 || r->n == 0 || l->n + r->n != b.n)
             continue; /* stale: one side was merged elsewhere */
@@ -256,7 +226,7 @@ int hc_spm_encode(const hc_tokenizer *t, const char *text, size_t len, int32_t *
 out:
     free(e.text);
     free(e.sym);
-    free(e.heap);
+    free(e.heap.items);
     return ret;
 }
 
